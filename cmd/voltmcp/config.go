@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+func configCommand() *command {
+	var asJSON bool
+	c := &command{
+		name:    "config",
+		summary: "show the effective MCP config and where each value comes from",
+		usage: `Usage: voltmcp config show [--json]
+
+Prints the config voltmcp would run with: the four layers merged, defaults
+filled in, and each value's source (layer, file:line:col, or "default").
+Project layers count only when trusted (see --approve). Secrets print as
+their ${env:NAME} references; literal secrets print as <redacted>.
+
+Examples:
+  voltmcp config show
+  voltmcp config show --json --approve | jq '.servers.github'`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print JSON")
+		},
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) != 1 || args[0] != "show" {
+			return usageErrorf("want 'voltmcp config show'")
+		}
+		res, err := cue.Load(ctx, cue.Locations{Home: e.g.home, Project: e.g.project},
+			&cue.Options{Surface: cue.SurfaceInteractive, Approve: e.g.approve, NoApprove: e.g.noApprove})
+		if err != nil {
+			return failuref("%w", err)
+		}
+		cfg := res.Config.Redacted()
+		if asJSON {
+			return writeConfigJSON(e.stdout, res, cfg)
+		}
+		return writeConfigText(e.stdout, res, cfg)
+	}
+	return c
+}
+
+func writeConfigJSON(w io.Writer, res *cue.Result, cfg *cue.Config) error {
+	servers := map[string]cue.Server{}
+	for _, s := range cfg.Servers {
+		servers[s.ID] = s
+	}
+	diags := res.Diagnostics
+	if diags == nil {
+		diags = cue.Diagnostics{}
+	}
+	out := struct {
+		Settings    cue.Settings          `json:"settings"`
+		Servers     map[string]cue.Server `json:"servers"`
+		Sources     map[string]cue.Origin `json:"sources"`
+		Files       []cue.FileStatus      `json:"files"`
+		Trust       *cue.TrustDecision    `json:"trust,omitempty"`
+		Diagnostics cue.Diagnostics       `json:"diagnostics"`
+	}{cfg.Settings, servers, cfg.Sources, res.Files, nil, diags}
+	if res.Trust.Reason != "" {
+		out.Trust = &res.Trust
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// writeConfigText prints one "path = value  # source" line per value.
+func writeConfigText(w io.Writer, res *cue.Result, cfg *cue.Config) error {
+	var b strings.Builder
+	for _, f := range res.Files {
+		state := "not found"
+		switch {
+		case f.Found && f.Loaded:
+			state = "loaded (" + string(f.Dialect) + ")"
+		case f.Found:
+			state = "not loaded: " + f.Reason
+		}
+		fmt.Fprintf(&b, "# %-14s %s: %s\n", f.Layer, f.Path, state)
+	}
+	var flat []string
+	flatten(&flat, "settings", cfg.Settings)
+	for _, s := range cfg.Servers {
+		v := map[string]any{}
+		raw, _ := json.Marshal(s)
+		_ = json.Unmarshal(raw, &v)
+		for _, k := range []string{"id", "key", "layer", "file", "baseDir"} {
+			delete(v, k)
+		}
+		flatten(&flat, "servers."+s.ID, v)
+	}
+	width := 0
+	for _, line := range flat {
+		width = max(width, len(line))
+	}
+	for _, line := range flat {
+		path := line[:strings.Index(line, " = ")]
+		src := "derived"
+		if o, ok := cfg.Sources[path]; ok {
+			src = o.String()
+		} else if o, ok := cfg.Sources[parentPath(path)]; ok {
+			src = o.String()
+		}
+		fmt.Fprintf(&b, "%-*s  # %s\n", width, line, src)
+	}
+	for _, d := range res.Diagnostics {
+		if d.Severity != cue.SeverityInfo {
+			fmt.Fprintf(&b, "%s\n", d)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// parentPath drops the last element of a flattened path, so list items
+// find the source of their list.
+func parentPath(p string) string {
+	if i := strings.LastIndexAny(p, ".["); i > 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// flatten renders v as sorted "path = json" lines; lists stay whole.
+func flatten(out *[]string, path string, v any) {
+	raw, _ := json.Marshal(v)
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		*out = append(*out, path+" = "+string(raw))
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		flatten(out, pathJoin(path, k), m[k])
+	}
+}
+
+func pathJoin(parent, key string) string {
+	for _, r := range key {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return fmt.Sprintf("%s[%q]", parent, key)
+		}
+	}
+	return parent + "." + key
+}

@@ -1,0 +1,228 @@
+package cue
+
+import (
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// lintServer runs the lint rules on one merged server. They go beyond the
+// schema: each finds a config that is valid but unsafe or surprising.
+func lintServer(ms *mergedServer, srv Server, d *diags) {
+	n := ms.node
+	lintSecrets(n, d)
+	if cmd := n.get("command"); cmd != nil && cmd.kind == KindString {
+		lintCommand(n, cmd, d)
+	}
+	if u := n.get("url"); u != nil && u.kind == KindString {
+		lintURL(n, u, srv, d)
+	}
+	lintFilters(n, d)
+	if ms.disabledBy != nil && ms.disabledBy.src != nil && ms.def.src != nil {
+		d.add(SeverityWarning, CodeDisabledAbove, ms.disabledBy, "", "if that is intended, nothing to do; else remove the enabled: false",
+			"server %q, defined in %s (%s), is disabled here", ms.id, ms.def.status.Path, ms.def.status.Layer)
+	}
+}
+
+// lintSecrets finds credentials written in plain text where ${env:NAME}
+// belongs. The message never repeats the value.
+func lintSecrets(n *node, d *diags) {
+	const hint = "reference it as ${env:NAME} and set NAME in the environment voltmcp runs in"
+	for _, mapKey := range []string{"env", "headers"} {
+		m := n.get(mapKey)
+		if m == nil || m.kind != KindObject {
+			continue
+		}
+		for _, f := range m.fields {
+			if f.value.kind == KindString && isLiteralSecret(f.key, f.value.str) {
+				d.add(SeverityError, CodeLiteralSecret, f.value, "", hint, "%s %q holds a literal secret", strings.TrimSuffix(mapKey, "s"), f.key)
+			}
+		}
+	}
+	if a := n.get("auth"); a != nil && a.kind == KindObject {
+		for _, k := range []string{"token", "clientSecret"} {
+			if v := a.get(k); v != nil && v.kind == KindString && literalPart(v.str) != "" {
+				d.add(SeverityError, CodeLiteralSecret, v, "", hint, "auth.%s is a literal secret", k)
+			}
+		}
+	}
+	if args := n.get("args"); args != nil && args.kind == KindArray {
+		list := args.strs()
+		if len(list) == len(args.items) {
+			for i := range list {
+				if argSecret(list, i) {
+					d.add(SeverityError, CodeLiteralSecret, args.items[i], "", hint, "argument %d holds a literal secret", i)
+				}
+			}
+		}
+	}
+	if u := n.get("url"); u != nil && u.kind == KindString && urlSecret(u.str) {
+		d.add(SeverityError, CodeLiteralSecret, u, "", "send it in a header that references ${env:NAME}", "the url holds a literal credential")
+	}
+}
+
+// shells are programs that interpret their argument as a script.
+func isShell(base string) bool {
+	switch strings.TrimSuffix(strings.ToLower(base), ".exe") {
+	case "sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "csh", "tcsh", "cmd", "powershell", "pwsh":
+		return true
+	}
+	return false
+}
+
+func lintCommand(n, cmd *node, d *diags) {
+	base := path.Base(strings.ReplaceAll(cmd.str, `\`, "/"))
+	args := n.get("args").strs()
+	if isShell(base) {
+		for _, a := range args {
+			switch strings.ToLower(a) {
+			case "-c", "/c", "-command", "/k", "-lc", "-ic", "-e":
+				d.add(SeverityWarning, CodeShellCommand, cmd, "", "run the program directly: command is the program, args its arguments",
+					"%s %s runs a shell script, which hides what actually starts", base, a)
+				return
+			}
+		}
+	}
+	if strings.ContainsAny(cmd.str, " \t") && !strings.ContainsAny(cmd.str, `/\`) {
+		d.add(SeverityWarning, CodeShellCommand, cmd, "", "put the program in command and each argument in args",
+			"command has spaces but runs without a shell, so it names one program called %q", firstWord(cmd.str)+"…")
+		return
+	}
+	if pkg, ok := launcherPackage(base, args); ok && !pinned(base, pkg) {
+		d.add(SeverityWarning, CodeUnpinnedPackage, cmd, "", pinHint(base, pkg),
+			"%s runs %q without a pinned version, so what runs can change under you", base, pkg)
+	}
+}
+
+func firstWord(s string) string {
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// launcherPackage finds the package a package runner (npx, uvx, …) is
+// asked to fetch and run.
+func launcherPackage(base string, args []string) (string, bool) {
+	base = strings.TrimSuffix(strings.ToLower(base), ".cmd")
+	var rest []string
+	switch base {
+	case "npx", "bunx", "pnpx", "uvx":
+		rest = args
+	case "pnpm", "yarn":
+		if len(args) > 0 && args[0] == "dlx" {
+			rest = args[1:]
+		}
+	case "pipx", "uv":
+		if len(args) > 1 && (args[0] == "run" || args[0] == "tool") {
+			rest = args[1:]
+			if args[0] == "tool" && len(rest) > 0 && rest[0] == "run" {
+				rest = rest[1:]
+			}
+		}
+	case "bun":
+		if len(args) > 0 && args[0] == "x" {
+			rest = args[1:]
+		}
+	default:
+		return "", false
+	}
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--from" || a == "--package" || a == "-p":
+			if i+1 < len(rest) {
+				return rest[i+1], true
+			}
+		case strings.HasPrefix(a, "--package=") || strings.HasPrefix(a, "--from="):
+			return a[strings.Index(a, "=")+1:], true
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a, true
+		}
+	}
+	return "", false
+}
+
+var (
+	npmVersionRE = regexp.MustCompile(`^(@[^/@]+/)?[^@]+@([0-9][^\s]*)$`)
+	pyVersionRE  = regexp.MustCompile(`(==|@)[0-9][^\s]*$`)
+)
+
+// pinned reports whether a package spec names an exact version.
+func pinned(base, pkg string) bool {
+	switch strings.TrimSuffix(strings.ToLower(base), ".cmd") {
+	case "uvx", "pipx", "uv":
+		return pyVersionRE.MatchString(pkg)
+	}
+	if strings.HasPrefix(pkg, ".") || strings.HasPrefix(pkg, "/") || strings.Contains(pkg, "://") {
+		return true // a local path or an explicit URL is not a registry lookup
+	}
+	m := npmVersionRE.FindStringSubmatch(pkg)
+	return m != nil && !strings.ContainsAny(m[2], "^~*x<>| ")
+}
+
+func pinHint(base, pkg string) string {
+	switch strings.TrimSuffix(strings.ToLower(base), ".cmd") {
+	case "uvx", "pipx", "uv":
+		return "pin it, e.g. " + pkg + "==1.2.3"
+	}
+	name := pkg
+	if i := strings.LastIndex(pkg, "@"); i > 0 {
+		name = pkg[:i]
+	}
+	return "pin it, e.g. " + name + "@1.2.3"
+}
+
+func lintURL(n, u *node, srv Server, d *diags) {
+	parsed, err := url.Parse(u.str)
+	if err != nil || parsed.Scheme != "http" || HasEnvRef(parsed.Host) || isLoopback(parsed.Hostname()) {
+		return
+	}
+	sev, extra := SeverityWarning, ""
+	if n.get("headers") != nil || (srv.Auth != nil && srv.Auth.Type != "none") {
+		sev, extra = SeverityError, ", including its credentials"
+	}
+	d.add(sev, CodeInsecureURL, u, "", "use https://, or a loopback address for a local server",
+		"plain http to %s sends every request in clear text%s", parsed.Hostname(), extra)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// lintFilters finds tools that includeTools lets in and excludeTools
+// keeps out: exclude wins, so the include is dead.
+func lintFilters(n *node, d *diags) {
+	inc, exc := n.get("includeTools"), n.get("excludeTools")
+	if inc == nil || exc == nil {
+		return
+	}
+	for _, in := range inc.items {
+		for _, ex := range exc.items {
+			if in.kind != KindString || ex.kind != KindString {
+				continue
+			}
+			if in.str == ex.str || (!hasWildcard(in.str) && globMatch(ex.str, in.str)) {
+				d.add(SeverityWarning, CodeFilterOverlap, in, "", "remove it from one of the two lists",
+					"%q is in includeTools but excludeTools %q removes it (exclude wins)", in.str, ex.str)
+				break
+			}
+		}
+	}
+}
+
+func hasWildcard(s string) bool { return strings.ContainsAny(s, "*?") }
+
+// globMatch matches name against a tool glob, where * is any run and ? is
+// one character. Tool names hold no '/', so path.Match serves.
+func globMatch(glob, name string) bool {
+	ok, err := path.Match(glob, name)
+	return err == nil && ok
+}

@@ -1,0 +1,301 @@
+package cue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// MaxFileSize is the largest config file voltmcp reads. A larger file is
+// refused before it is read.
+const MaxFileSize = 4 << 20
+
+// Options tune a load. The zero value loads for the interactive surface,
+// compiles the embedded schema, decides trust with DecideTrust, and runs
+// no lint rules.
+type Options struct {
+	// Schema is the compiled schema to validate with. Nil compiles the
+	// embedded one; share one Schema between loads to skip that.
+	Schema *Schema
+	// Surface is the caller, passed to the trust decision. Empty means
+	// SurfaceInteractive.
+	Surface Surface
+	// Approve and NoApprove are the --approve and --no-approve flags.
+	Approve   bool
+	NoApprove bool
+	// Trust decides whether project layers load. Nil means DecideTrust.
+	Trust func(TrustInput) TrustDecision
+	// CheckUntrusted also checks project layers that will not load, as if
+	// they did, and reports what they would do. The effective Config still
+	// leaves them out. `voltmcp vet` sets it.
+	CheckUntrusted bool
+	// Lint runs the lint rules (literal secrets, shell commands, unpinned
+	// packages, plain-HTTP URLs, overlapping filters, silent disables).
+	Lint bool
+}
+
+// FileStatus describes one config file the loader considered.
+type FileStatus struct {
+	Layer Layer  `json:"layer"`
+	Path  string `json:"path"`
+	// Found is false when the file does not exist, which is not an error.
+	Found bool `json:"found"`
+	// Dialect is the dialect the file was read as.
+	Dialect Dialect `json:"dialect,omitempty"`
+	// SHA256 is the hex digest of the file's bytes; trust is bound to it.
+	SHA256 string `json:"sha256,omitempty"`
+	// Loaded reports whether the file's content is part of the effective
+	// config. A found file is not loaded when it is invalid or untrusted.
+	Loaded bool `json:"loaded"`
+	// Reason says why a found file did not load.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Result is the outcome of a load.
+type Result struct {
+	// Config is the effective config. It is never nil: with errors, it
+	// holds what could be loaded.
+	Config *Config
+	// Diagnostics are every finding, sorted.
+	Diagnostics Diagnostics
+	// Files are the files considered, lowest precedence first.
+	Files []FileStatus
+	// Trust is the project trust decision; it is the zero value when no
+	// project file was found.
+	Trust TrustDecision
+}
+
+// layerDoc is one file, read, validated and normalized.
+type layerDoc struct {
+	status  *FileStatus
+	src     *source
+	baseDir string
+	doc     *node // normalized to voltmcp's dialect
+	ok      bool  // parsed and shaped well enough to merge
+}
+
+// Load reads the four layers under loc, validates each, decides project
+// trust, and merges what loads into the effective config. Problems with
+// the files are diagnostics in the Result; the error is for a failure of
+// the loader itself, such as a cancelled context.
+func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
+	o, err := prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	var d diags
+	docs := make([]*layerDoc, 0, len(layerOrder))
+	for _, layer := range layerOrder {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		base := loc.Home
+		if layer.IsProject() {
+			base = loc.Project
+		}
+		docs = append(docs, o.Schema.readLayer(loc.Path(layer), layer, base, &d))
+	}
+	res := &Result{}
+	// Trust comes from the user layers alone: a project cannot vouch for
+	// itself.
+	userSettings := mergeSettings(docs, func(l Layer) bool { return !l.IsProject() }, o.Schema.defSettings, nil)
+	var project []FileStatus
+	for _, ld := range docs {
+		if ld.status.Layer.IsProject() && ld.status.Found {
+			project = append(project, *ld.status)
+			if s := ld.doc.get("settings"); s != nil && s.get("defaultProjectTrust") != nil {
+				d.addAt(SeverityWarning, CodeProjectSetting, s, "defaultProjectTrust", "set it in a user layer",
+					"a project cannot set its own trust; this setting is ignored")
+				s.del("defaultProjectTrust")
+			}
+		}
+	}
+	if len(project) > 0 {
+		in := TrustInput{
+			Project: loc.Project, Files: project, Surface: o.Surface,
+			DefaultProjectTrust: userSettings.get("defaultProjectTrust").str,
+			Approve:             o.Approve, NoApprove: o.NoApprove,
+		}
+		res.Trust = o.Trust(in)
+		for _, ld := range docs {
+			if !ld.status.Layer.IsProject() || !ld.status.Found {
+				continue
+			}
+			if !res.Trust.Trusted {
+				ld.status.Loaded = false
+				ld.status.Reason = "untrusted: " + res.Trust.Reason
+				verb := "is ignored"
+				if o.CheckUntrusted {
+					verb = "would not load"
+				}
+				d.add(SeverityWarning, CodeProjectIgnored, ld.doc, "", "run with --approve, or set defaultProjectTrust in a user layer",
+					"project MCP config %s: %s", verb, res.Trust.Reason)
+				d.list[len(d.list)-1].Path = ""
+			}
+		}
+	}
+	trusted := func(l Layer) bool { return !l.IsProject() || res.Trust.Trusted }
+	if o.CheckUntrusted && !res.Trust.Trusted {
+		// Check everything as if trusted, but keep only the trusted merge.
+		merge(docs, func(Layer) bool { return true }, loc.Project, o, &d)
+		res.Config = merge(docs, trusted, loc.Project, o, &diags{})
+	} else {
+		res.Config = merge(docs, trusted, loc.Project, o, &d)
+	}
+	for _, ld := range docs {
+		res.Files = append(res.Files, *ld.status)
+	}
+	d.list.Sort()
+	res.Diagnostics = d.list
+	return res, nil
+}
+
+// LoadFiles checks each file on its own, as a standalone layer, the way
+// `voltmcp vet FILE...` does. Relative cwd values resolve against each
+// file's directory. The Config of the Result is that of the last file.
+func LoadFiles(ctx context.Context, paths []string, opts *Options) (*Result, error) {
+	o, err := prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	var d diags
+	res := &Result{Config: &Config{}}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ld := o.Schema.readLayer(p, LayerFile, filepath.Dir(p), &d)
+		if !ld.status.Found {
+			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeFileUnreadable,
+				Message: "file does not exist", Position: Position{File: p}, Layer: LayerFile})
+		}
+		res.Config = merge([]*layerDoc{ld}, func(Layer) bool { return true }, filepath.Dir(p), o, &d)
+		res.Files = append(res.Files, *ld.status)
+	}
+	d.list.Sort()
+	res.Diagnostics = d.list
+	return res, nil
+}
+
+func prepare(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Schema == nil {
+		s, err := NewSchema()
+		if err != nil {
+			return o, err
+		}
+		o.Schema = s
+	}
+	if o.Surface == "" {
+		o.Surface = SurfaceInteractive
+	}
+	if o.Trust == nil {
+		o.Trust = DecideTrust
+	}
+	return o, nil
+}
+
+// readLayer reads, parses, validates and normalizes one file.
+func (s *Schema) readLayer(path string, layer Layer, baseDir string, d *diags) *layerDoc {
+	st := &FileStatus{Layer: layer, Path: path}
+	ld := &layerDoc{status: st, baseDir: baseDir}
+	fail := func(code Code, off int, hint, format string, args ...any) *layerDoc {
+		diag := Diagnostic{Severity: SeverityError, Code: code, Message: fmt.Sprintf(format, args...), Hint: hint,
+			Position: Position{File: path}, Layer: layer}
+		if ld.src != nil && off >= 0 {
+			diag.Position = ld.src.position(off)
+		}
+		d.list = append(d.list, diag)
+		st.Reason = diag.Message
+		return ld
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ld
+	}
+	st.Found = true
+	if err != nil {
+		return fail(CodeFileUnreadable, -1, "", "cannot open: %v", pathlessError(err))
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fail(CodeFileUnreadable, -1, "", "cannot stat: %v", pathlessError(err))
+	}
+	if info.IsDir() {
+		return fail(CodeFileUnreadable, -1, "", "is a directory, not a file")
+	}
+	if info.Size() > MaxFileSize {
+		return fail(CodeFileTooLarge, -1, "", "file is %d bytes; the limit is %d (4 MiB)", info.Size(), MaxFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return fail(CodeFileUnreadable, -1, "", "cannot read: %v", pathlessError(err))
+	}
+	if len(data) > MaxFileSize {
+		return fail(CodeFileTooLarge, -1, "", "file grew past the limit of %d bytes (4 MiB) while being read", MaxFileSize)
+	}
+	sum := sha256.Sum256(data)
+	st.SHA256 = hex.EncodeToString(sum[:])
+	ld.src = newSource(path, layer, data)
+	return s.parseLayer(ld, d)
+}
+
+// parseLayer turns the bytes of a read layer into its normalized tree.
+func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
+	st := ld.status
+	doc, dups, err := parseJSON(ld.src)
+	if err != nil {
+		var se *syntaxError
+		if errors.As(err, &se) {
+			pos := ld.src.position(se.off)
+			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeJSONSyntax,
+				Message: fmt.Sprintf("invalid JSON at byte %d: %s", se.off, se.msg), Position: pos, Layer: st.Layer})
+		}
+		st.Reason = "invalid JSON"
+		return ld
+	}
+	for _, dup := range dups {
+		d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeDuplicateKey,
+			Message: fmt.Sprintf("key appears twice (first at line %d); readers disagree on which wins", ld.src.position(dup.first).Line),
+			Hint:    "keep one of them", Position: ld.src.position(dup.dup), Layer: st.Layer, Path: dup.path})
+	}
+	if doc.kind != KindObject {
+		d.add(SeverityError, CodeNotObject, doc, "", "", "the top level must be an object, not %s", doc.kind)
+		st.Reason = "not an object"
+		return ld
+	}
+	dialect := detectDialect(doc)
+	st.Dialect = dialect
+	if doc.get("mcpServers") != nil && doc.get("servers") != nil {
+		d.addAt(SeverityError, CodeDialectConflict, doc, "servers", "keep servers in one of the two maps",
+			"the file has both mcpServers and servers; only mcpServers is read")
+	}
+	if dialect != DialectVoltmcp {
+		d.add(SeverityInfo, CodeDialect, doc, "", "", "read as %s", dialect.describe())
+	}
+	s.validate(doc, dialect, d)
+	ld.doc = normalize(doc, dialect, d)
+	ld.ok = true
+	st.Loaded = true
+	return ld
+}
+
+// pathlessError drops the path from an *fs.PathError: the diagnostic
+// already names the file.
+func pathlessError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,291 @@
+package cue
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// deepMerge overlays src on dst by the merge rules: objects merge field by
+// field, anything else (arrays included) replaces, and null removes the
+// field. Neither input is modified.
+func deepMerge(dst, src *node) *node {
+	if dst == nil || dst.kind != KindObject || src.kind != KindObject {
+		return src.clone()
+	}
+	out := dst.clone()
+	out.src, out.off, out.path = src.src, src.off, src.path
+	for _, f := range src.fields {
+		if f.value.kind == KindNull {
+			out.del(f.key)
+			continue
+		}
+		if i := out.fieldIndex(f.key); i >= 0 {
+			out.fields[i] = field{key: f.key, keyOff: f.keyOff, value: deepMerge(out.fields[i].value, f.value)}
+			continue
+		}
+		out.fields = append(out.fields, field{key: f.key, keyOff: f.keyOff, value: f.value.clone()})
+	}
+	return out
+}
+
+// mergeSettings merges the settings of the included layers over the
+// defaults.
+func mergeSettings(docs []*layerDoc, include func(Layer) bool, defaults *node, _ *diags) *node {
+	merged := &node{kind: KindObject}
+	for _, ld := range docs {
+		if !ld.ok || !include(ld.status.Layer) {
+			continue
+		}
+		if s := ld.doc.get("settings"); s != nil && s.kind == KindObject {
+			merged = deepMerge(merged, s)
+		}
+	}
+	return deepMerge(defaults, merged)
+}
+
+// adjustFields are the fields a layer may change on a server another
+// scope defines without redefining it: they choose how and whether the
+// server runs, never what it runs or with which secrets.
+func adjustField(key string) bool {
+	switch key {
+	case "enabled", "title", "lifecycle", "includeTools", "excludeTools", "directTools",
+		"connectTimeoutMs", "discoveryTimeoutMs", "callTimeoutMs", "idleTimeoutMs", "metadataRefreshMs":
+		return true
+	}
+	return false
+}
+
+// definesServer reports whether a server entry says what to run or reach,
+// which makes it a definition rather than an adjustment.
+func definesServer(n *node) bool {
+	return n.get("command") != nil || n.get("url") != nil || n.get("transport") != nil
+}
+
+// mergedServer is one server while the layers merge.
+type mergedServer struct {
+	id      string
+	key     string // key in the defining file
+	keyNode *node  // the defining file's servers object, for positions
+	def     *layerDoc
+	node    *node
+	// disabledBy is the enabled:false a layer above the definition set.
+	disabledBy *node
+	invalid    bool
+}
+
+// merge merges the included layers into the effective config.
+func merge(docs []*layerDoc, include func(Layer) bool, projectRoot string, o Options, d *diags) *Config {
+	for _, ld := range docs {
+		if ld.ok && include(ld.status.Layer) {
+			ld.doc.prune()
+		}
+	}
+	settings := mergeSettings(docs, include, o.Schema.defSettings, d)
+	servers := map[string]*mergedServer{}
+	for _, ld := range docs {
+		if !ld.ok || !include(ld.status.Layer) {
+			continue
+		}
+		list := ld.doc.get("servers")
+		if list == nil || list.kind != KindObject {
+			continue
+		}
+		seen := map[string]string{}
+		for _, f := range list.fields {
+			id := NormalizeID(f.key)
+			switch {
+			case id == "":
+				d.addAt(SeverityError, CodeServerID, list, f.key, "use letters, digits, - and _",
+					"server id %q has no usable characters", f.key)
+				continue
+			case seen[id] != "":
+				d.addAt(SeverityError, CodeServerIDClash, list, f.key, "rename one of them",
+					"server %q and server %q both become id %q", seen[id], f.key, id)
+				continue
+			case id != f.key:
+				d.addAt(SeverityInfo, CodeServerIDChanged, list, f.key, "", "server %q has id %q", f.key, id)
+			}
+			seen[id] = f.key
+			mergeServer(servers, ld, list, f, id, d)
+		}
+	}
+	cfg := &Config{Sources: map[string]Origin{}}
+	recordSources(cfg.Sources, "settings", settings)
+	if err := decodeNode(settings, &cfg.Settings); err != nil {
+		// Only validated values reach here; a failure is a bug, reported
+		// rather than hidden.
+		d.add(SeverityError, CodeInvalidValue, settings, "settings", "", "internal error decoding settings: %v", err)
+	}
+	ids := make([]string, 0, len(servers))
+	for id := range servers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		ms := servers[id]
+		srv := resolveServer(ms, settings, o.Schema.defServer, d)
+		if o.Lint {
+			lintServer(ms, srv, d)
+		}
+		recordSources(cfg.Sources, childPath("servers", id), ms.node)
+		cfg.Servers = append(cfg.Servers, srv)
+	}
+	return cfg
+}
+
+// mergeServer merges one layer's entry for a server into the others'.
+func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f field, id string, d *diags) {
+	entry := f.value
+	prev := servers[id]
+	if entry.kind == KindNull {
+		if prev != nil {
+			delete(servers, id)
+		}
+		return
+	}
+	if entry.kind != KindObject {
+		return
+	}
+	hadErrors := entry.bad
+	fresh := func() {
+		servers[id] = &mergedServer{id: id, key: f.key, keyNode: list, def: ld, node: entry.clone(), invalid: hadErrors}
+	}
+	switch {
+	case prev == nil:
+		fresh()
+	case prev.def.status.Layer.scope() == ld.status.Layer.scope():
+		prev.node = deepMerge(prev.node, entry)
+		prev.invalid = prev.invalid || hadErrors
+		if definesServer(entry) {
+			prev.def, prev.key, prev.keyNode = ld, f.key, list
+		}
+	case definesServer(entry):
+		// A project definition replaces a user definition whole: nothing
+		// of the user's env, headers or auth carries over.
+		fresh()
+		return
+	default:
+		adj := &node{kind: KindObject, src: entry.src, off: entry.off, path: entry.path}
+		for _, af := range entry.fields {
+			if adjustField(af.key) {
+				adj.fields = append(adj.fields, af)
+				continue
+			}
+			d.addAt(SeverityError, CodeCrossScopeField, entry, af.key,
+				"redefine the server with command or url, or set the field in the "+string(prev.def.status.Layer.scope())+" layer",
+				"%q cannot be added to server %q, which a %s layer defines, without redefining it", af.key, id, prev.def.status.Layer.scope())
+		}
+		prev.node = deepMerge(prev.node, adj)
+	}
+	if en := entry.get("enabled"); en != nil && en.kind == KindBool {
+		ms := servers[id]
+		if !en.bool && ms.def != ld {
+			ms.disabledBy = en
+		} else if en.bool {
+			ms.disabledBy = nil
+		}
+	}
+}
+
+// resolveServer applies defaults and checks what the merged server needs.
+func resolveServer(ms *mergedServer, settings, defaults *node, d *diags) Server {
+	n := deepMerge(defaults, ms.node)
+	n.src, n.off, n.path = ms.node.src, ms.node.off, ms.node.path
+	for _, k := range []string{"connectTimeoutMs", "discoveryTimeoutMs", "callTimeoutMs", "idleTimeoutMs", "metadataRefreshMs"} {
+		if n.get(k) == nil {
+			n.set(k, settings.get(k))
+		}
+	}
+	at := func(code Code, hint, format string, args ...any) {
+		d.addAt(SeverityError, code, ms.keyNode, ms.key, hint, format, args...)
+		ms.invalid = true
+	}
+	cmd, url, tr := n.get("command"), n.get("url"), n.get("transport")
+	switch {
+	case cmd != nil && url != nil:
+		at(CodeTransportMismatch, "a server is either a command (stdio) or a url (HTTP)", "server %q has both command and url", ms.id)
+	case tr != nil && tr.str == TransportStdio && cmd == nil:
+		at(CodeMissingField, `add "command"`, "stdio server %q needs a command", ms.id)
+	case tr != nil && tr.str != TransportStdio && url == nil:
+		at(CodeMissingField, `add "url"`, "%s server %q needs a url", tr.str, ms.id)
+	case cmd == nil && url == nil:
+		hint := `add "command" for a local server or "url" for a remote one`
+		if !definesServer(ms.node) {
+			hint = "this entry only adjusts a server; define it (with command or url) in this or a lower layer"
+		}
+		at(CodeMissingField, hint, "server %q has neither command nor url", ms.id)
+	}
+	auto := false
+	if tr == nil {
+		switch {
+		case cmd != nil:
+			n.set("transport", &node{kind: KindString, str: TransportStdio})
+		case url != nil:
+			auto = true
+			n.set("transport", &node{kind: KindString, str: TransportStreamableHTTP})
+		}
+	}
+	stdio := cmd != nil || (tr != nil && tr.str == TransportStdio)
+	for _, k := range []string{"command", "args", "cwd", "env", "envAllowlist", "url", "headers", "auth"} {
+		if n.get(k) == nil {
+			continue
+		}
+		isStdioField := k == "command" || k == "args" || k == "cwd" || k == "env" || k == "envAllowlist"
+		if stdio != isStdioField && (cmd == nil || url == nil) {
+			kind := "an HTTP"
+			if stdio {
+				kind = "a stdio"
+			}
+			d.addAt(SeverityError, CodeTransportMismatch, n, k, "remove it", "%q does not apply to %s server", k, kind)
+			ms.invalid = true
+		}
+	}
+	var srv Server
+	if err := decodeNode(n, &srv); err != nil {
+		at(CodeInvalidValue, "", "internal error decoding server %q: %v", ms.id, err)
+	}
+	srv.ID, srv.Key, srv.TransportAuto = ms.id, ms.key, auto
+	srv.Layer, srv.File, srv.BaseDir = ms.def.status.Layer, ms.def.status.Path, ms.def.baseDir
+	if ms.invalid {
+		srv.Invalid, srv.Enabled = true, false
+	}
+	ms.node = n
+	return srv
+}
+
+// decodeNode decodes a validated node into a Go value.
+func decodeNode(n *node, v any) error {
+	if err := json.Unmarshal(n.appendJSON(nil), v); err != nil {
+		return fmt.Errorf("decode %s: %w", n.path, err)
+	}
+	return nil
+}
+
+// recordSources notes where each leaf (and each array, which replaces
+// whole) of the effective config came from.
+func recordSources(out map[string]Origin, path string, n *node) {
+	if n == nil {
+		return
+	}
+	if n.kind == KindObject {
+		for _, f := range n.fields {
+			recordSources(out, childPath(path, f.key), f.value)
+		}
+		return
+	}
+	if n.src == nil {
+		return // derived by the loader, such as an inferred transport
+	}
+	o := Origin{Layer: n.src.layer}
+	if n.src.layer != LayerDefault {
+		o.Position = n.pos()
+	}
+	out[path] = o
+}
+
+// serverPath is the display path of a server field in the effective
+// config.
+func serverPath(id, field string) string {
+	return childPath(childPath("servers", id), field)
+}

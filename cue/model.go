@@ -1,0 +1,227 @@
+package cue
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+)
+
+// Config is the effective configuration after the layers merge: plain Go
+// data, with every default filled in and every ${env:NAME} reference still
+// a reference. The engine consumes it; nothing in it is resolved from the
+// host environment.
+type Config struct {
+	Settings Settings `json:"settings"`
+	// Servers are sorted by ID.
+	Servers []Server `json:"servers"`
+	// Sources maps a field path of the effective config, such as
+	// "settings.maxOutputBytes" or "servers.github.args", to where its
+	// value came from. Built-in defaults have Layer "default".
+	Sources map[string]Origin `json:"-"`
+}
+
+// Server returns the server with the given id, normalized first.
+func (c *Config) Server(id string) (Server, bool) {
+	id = NormalizeID(id)
+	i := sort.Search(len(c.Servers), func(i int) bool { return c.Servers[i].ID >= id })
+	if i < len(c.Servers) && c.Servers[i].ID == id {
+		return c.Servers[i], true
+	}
+	return Server{}, false
+}
+
+// Origin is where a value of the effective config came from.
+type Origin struct {
+	Layer Layer `json:"layer"`
+	Position
+}
+
+// String renders the origin as "layer file:line:col".
+func (o Origin) String() string {
+	if o.Layer == LayerDefault || o.File == "" {
+		return string(o.Layer)
+	}
+	return fmt.Sprintf("%s %s:%d:%d", o.Layer, o.File, o.Line, o.Col)
+}
+
+// Settings are the gateway-wide settings. docs/config.md documents each.
+type Settings struct {
+	Enabled             bool   `json:"enabled"`
+	Mode                string `json:"mode"`
+	DefaultProjectTrust string `json:"defaultProjectTrust"`
+	ConnectTimeoutMs    int64  `json:"connectTimeoutMs"`
+	DiscoveryTimeoutMs  int64  `json:"discoveryTimeoutMs"`
+	CallTimeoutMs       int64  `json:"callTimeoutMs"`
+	AuthTimeoutMs       int64  `json:"authTimeoutMs"`
+	IdleTimeoutMs       int64  `json:"idleTimeoutMs"`
+	MetadataRefreshMs   int64  `json:"metadataRefreshMs"`
+	MaxOutputBytes      int64  `json:"maxOutputBytes"`
+	MaxOutputLines      int64  `json:"maxOutputLines"`
+	OutputCacheTtlMs    int64  `json:"outputCacheTtlMs"`
+	OutputCacheMaxBytes int64  `json:"outputCacheMaxBytes"`
+	DirectTools         bool   `json:"directTools"`
+	Resources           string `json:"resources"`
+	Prompts             string `json:"prompts"`
+}
+
+// The transports a server can use.
+const (
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// Server is one effective server definition. Timeouts are effective
+// values: the server's own, or else the gateway setting.
+type Server struct {
+	// ID is the normalized server id (see NormalizeID).
+	ID string `json:"id"`
+	// Key is the name the defining file used, before normalization.
+	Key string `json:"key"`
+	// Layer is the layer whose definition is in effect.
+	Layer Layer `json:"layer"`
+	// File is the file of that layer.
+	File string `json:"file"`
+	// BaseDir is the directory a relative cwd resolves against: the
+	// project root for project layers, the home directory for user layers,
+	// the file's directory for a standalone file.
+	BaseDir string `json:"baseDir"`
+
+	// Invalid is true when the definition has errors. An invalid server is
+	// disabled: a half-valid definition never runs.
+	Invalid bool `json:"invalid,omitempty"`
+
+	Title     string `json:"title,omitempty"`
+	Enabled   bool   `json:"enabled"`
+	Transport string `json:"transport,omitempty"`
+	// TransportAuto is true when a URL server named no transport: connect
+	// with Streamable HTTP and fall back to SSE.
+	TransportAuto bool        `json:"transportAuto,omitempty"`
+	Lifecycle     string      `json:"lifecycle"`
+	IncludeTools  []string    `json:"includeTools,omitempty"`
+	ExcludeTools  []string    `json:"excludeTools,omitempty"`
+	DirectTools   DirectTools `json:"directTools"`
+
+	ConnectTimeoutMs   int64 `json:"connectTimeoutMs"`
+	DiscoveryTimeoutMs int64 `json:"discoveryTimeoutMs"`
+	CallTimeoutMs      int64 `json:"callTimeoutMs"`
+	IdleTimeoutMs      int64 `json:"idleTimeoutMs"`
+	MetadataRefreshMs  int64 `json:"metadataRefreshMs"`
+
+	Command      string            `json:"command,omitempty"`
+	Args         []string          `json:"args,omitempty"`
+	Cwd          string            `json:"cwd,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	EnvAllowlist []string          `json:"envAllowlist,omitempty"`
+
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Auth    *Auth             `json:"auth,omitempty"`
+}
+
+// IsStdio reports whether the server is a local process.
+func (s Server) IsStdio() bool { return s.Transport == TransportStdio }
+
+// WorkDir returns the directory to start a stdio server in: its cwd
+// resolved against BaseDir, or BaseDir when cwd is unset. A cwd holding
+// an ${env:NAME} reference must be expanded by the caller first.
+func (s Server) WorkDir(cwd string) string {
+	if cwd == "" {
+		return s.BaseDir
+	}
+	if filepath.IsAbs(cwd) {
+		return filepath.Clean(cwd)
+	}
+	return filepath.Join(s.BaseDir, cwd)
+}
+
+// DirectTools is the directTools field: true exposes every tool, a list
+// exposes the tools it names.
+type DirectTools struct {
+	All   bool
+	Tools []string
+}
+
+// Enabled reports whether any tool is exposed directly.
+func (d DirectTools) Enabled() bool { return d.All || len(d.Tools) > 0 }
+
+// MarshalJSON writes true, false or the list.
+func (d DirectTools) MarshalJSON() ([]byte, error) {
+	if len(d.Tools) > 0 {
+		return json.Marshal(d.Tools)
+	}
+	return json.Marshal(d.All)
+}
+
+// UnmarshalJSON reads a boolean or a list of names.
+func (d *DirectTools) UnmarshalJSON(b []byte) error {
+	*d = DirectTools{}
+	if err := json.Unmarshal(b, &d.All); err == nil {
+		return nil
+	}
+	return json.Unmarshal(b, &d.Tools)
+}
+
+// Auth is how to authenticate to an HTTP or SSE server. Which fields
+// apply depends on Type: "none", "bearer" (Token), "env" (Variable,
+// Header, Scheme) or "oauth" (the rest).
+type Auth struct {
+	Type                    string `json:"type"`
+	Token                   string `json:"token,omitempty"`
+	Variable                string `json:"variable,omitempty"`
+	Header                  string `json:"header,omitempty"`
+	Scheme                  string `json:"scheme,omitempty"`
+	Flow                    string `json:"flow,omitempty"`
+	Scope                   string `json:"scope,omitempty"`
+	ClientID                string `json:"clientId,omitempty"`
+	ClientSecret            string `json:"clientSecret,omitempty"`
+	ClientMetadataURL       string `json:"clientMetadataUrl,omitempty"`
+	ResourceMetadataURL     string `json:"resourceMetadataUrl,omitempty"`
+	TokenEndpointAuthMethod string `json:"tokenEndpointAuthMethod,omitempty"`
+}
+
+// Redacted returns a copy of the config fit to print: literal secrets in
+// env, headers, args, URLs and auth are replaced, and ${env:NAME}
+// references are kept, since they name a secret without holding it.
+func (c *Config) Redacted() *Config {
+	out := *c
+	out.Servers = make([]Server, len(c.Servers))
+	for i, s := range c.Servers {
+		s.Env = redactMap(s.Env)
+		s.Headers = redactMap(s.Headers)
+		if s.Args != nil {
+			args := append([]string(nil), s.Args...)
+			for j := range args {
+				if argSecret(s.Args, j) {
+					args[j] = envRefsOnly(s.Args[j])
+				}
+			}
+			s.Args = args
+		}
+		s.URL = redactURL(s.URL)
+		if s.Auth != nil {
+			a := *s.Auth
+			if literalPart(a.Token) != "" {
+				a.Token = envRefsOnly(a.Token)
+			}
+			if literalPart(a.ClientSecret) != "" {
+				a.ClientSecret = envRefsOnly(a.ClientSecret)
+			}
+			s.Auth = &a
+		}
+		out.Servers[i] = s
+	}
+	return &out
+}
+
+func redactMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = redactValue(k, v)
+	}
+	return out
+}

@@ -1,0 +1,276 @@
+package cue
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Kind is the JSON type of a Node.
+type Kind uint8
+
+// The JSON kinds a Node can hold.
+const (
+	KindNull Kind = iota
+	KindBool
+	KindNumber
+	KindString
+	KindObject
+	KindArray
+)
+
+// String returns the JSON name of the kind, as used in diagnostics.
+func (k Kind) String() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindBool:
+		return "boolean"
+	case KindNumber:
+		return "number"
+	case KindString:
+		return "string"
+	case KindObject:
+		return "object"
+	case KindArray:
+		return "array"
+	}
+	return "unknown"
+}
+
+// node is one JSON value read from a config file, with the place it came
+// from. The loader keeps the tree it parsed so that every diagnostic and
+// every merged value can name its file, line, column and field path.
+type node struct {
+	kind   Kind
+	str    string // KindString: the decoded string; KindNumber: the literal
+	bool   bool
+	fields []field // KindObject, in file order
+	items  []*node // KindArray
+
+	src  *source // the file the value came from; nil for synthesized values
+	off  int     // byte offset of the value's first byte
+	path string  // the field path in its own file, e.g. servers.github.args[1]
+	bad  bool    // failed validation: left out of the merge
+}
+
+// field is one member of a JSON object.
+type field struct {
+	key    string
+	keyOff int
+	value  *node
+}
+
+// get returns the value of the named field, or nil.
+func (n *node) get(key string) *node {
+	if n == nil || n.kind != KindObject {
+		return nil
+	}
+	for i := range n.fields {
+		if n.fields[i].key == key {
+			return n.fields[i].value
+		}
+	}
+	return nil
+}
+
+// fieldIndex returns the index of the named field, or -1.
+func (n *node) fieldIndex(key string) int {
+	for i := range n.fields {
+		if n.fields[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// set replaces the value of the named field or appends it.
+func (n *node) set(key string, v *node) {
+	if i := n.fieldIndex(key); i >= 0 {
+		n.fields[i].value = v
+		return
+	}
+	n.fields = append(n.fields, field{key: key, keyOff: -1, value: v})
+}
+
+// del removes the named field if present.
+func (n *node) del(key string) {
+	if i := n.fieldIndex(key); i >= 0 {
+		n.fields = append(n.fields[:i], n.fields[i+1:]...)
+	}
+}
+
+// clone returns a deep copy of n that shares sources.
+func (n *node) clone() *node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	if n.fields != nil {
+		c.fields = make([]field, len(n.fields))
+		for i, f := range n.fields {
+			c.fields[i] = field{key: f.key, keyOff: f.keyOff, value: f.value.clone()}
+		}
+	}
+	if n.items != nil {
+		c.items = make([]*node, len(n.items))
+		for i, it := range n.items {
+			c.items[i] = it.clone()
+		}
+	}
+	return &c
+}
+
+// strs returns the string items of an array node.
+func (n *node) strs() []string {
+	if n == nil || n.kind != KindArray {
+		return nil
+	}
+	out := make([]string, 0, len(n.items))
+	for _, it := range n.items {
+		if it.kind == KindString {
+			out = append(out, it.str)
+		}
+	}
+	return out
+}
+
+// pos reports the file position of the value.
+func (n *node) pos() Position {
+	if n == nil || n.src == nil {
+		return Position{}
+	}
+	return n.src.position(n.off)
+}
+
+// keyPos reports the position of a field's key, which is where a reader
+// looks for the field.
+func (n *node) keyPos(key string) Position {
+	if n == nil || n.src == nil {
+		return Position{}
+	}
+	if i := n.fieldIndex(key); i >= 0 && n.fields[i].keyOff >= 0 {
+		return n.src.position(n.fields[i].keyOff)
+	}
+	return n.src.position(n.off)
+}
+
+// prune removes fields whose values failed validation, and arrays that
+// hold such a value, so the merge sees only valid data. It reports
+// whether anything was removed.
+func (n *node) prune() bool {
+	removed := false
+	switch n.kind {
+	case KindObject:
+		kept := n.fields[:0]
+		for _, f := range n.fields {
+			if f.value.bad {
+				removed = true
+				continue
+			}
+			if f.value.prune() {
+				removed = true
+				if f.value.bad {
+					continue
+				}
+			}
+			kept = append(kept, f)
+		}
+		n.fields = kept
+	case KindArray:
+		for _, it := range n.items {
+			if it.bad || it.prune() {
+				n.bad = true
+				return true
+			}
+		}
+	}
+	return removed
+}
+
+// appendJSON writes n as compact JSON.
+func (n *node) appendJSON(b []byte) []byte {
+	switch n.kind {
+	case KindNull:
+		return append(b, "null"...)
+	case KindBool:
+		return strconv.AppendBool(b, n.bool)
+	case KindNumber:
+		return append(b, n.str...)
+	case KindString:
+		return appendQuoted(b, n.str)
+	case KindArray:
+		b = append(b, '[')
+		for i, it := range n.items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = it.appendJSON(b)
+		}
+		return append(b, ']')
+	default:
+		b = append(b, '{')
+		for i, f := range n.fields {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendQuoted(b, f.key)
+			b = append(b, ':')
+			b = f.value.appendJSON(b)
+		}
+		return append(b, '}')
+	}
+}
+
+// indentJSON renders n as JSON indented by two spaces, keeping field order.
+func (n *node) indentJSON() []byte {
+	var out bytes.Buffer
+	if err := json.Indent(&out, n.appendJSON(nil), "", "  "); err != nil {
+		// appendJSON always produces valid JSON; reaching here is a bug.
+		panic("cue: internal error: invalid JSON from node: " + err.Error())
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+func appendQuoted(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // encoding a string cannot fail
+	return append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
+}
+
+// childPath extends a field path with an object key, quoting keys that are
+// not plain identifiers: servers.github, env["MY.VAR"].
+func childPath(parent, key string) string {
+	if isPlainKey(key) {
+		if parent == "" {
+			return key
+		}
+		return parent + "." + key
+	}
+	return parent + "[" + strconv.Quote(key) + "]"
+}
+
+// indexPath extends a field path with an array index.
+func indexPath(parent string, i int) string {
+	return parent + "[" + strconv.Itoa(i) + "]"
+}
+
+func isPlainKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	for i, r := range key {
+		switch {
+		case r == '_' || r == '-' || r == '$':
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return !strings.HasPrefix(key, "-")
+}

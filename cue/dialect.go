@@ -142,22 +142,24 @@ func normalizeServer(n *node, dialect Dialect, d *diags) *node {
 		out.fields = append(out.fields, f)
 	}
 	if t := n.get("type"); t != nil && t.kind == KindString {
-		tr := &node{kind: KindString, str: t.str, src: t.src, off: t.off, path: t.path}
+		tr := &node{kind: KindString, str: t.str, src: t.src, off: t.off, path: t.path, bad: t.bad}
 		if tr.str == "http" {
 			tr.str = "streamable-http"
 		}
 		if have := n.get("transport"); have != nil && have.kind == KindString && have.str != tr.str {
 			d.addAt(SeverityError, CodeDialectConflict, n, "transport", "keep one of type and transport",
 				"transport %q contradicts type %q", have.str, t.str)
+			out.errs = true
 		} else {
 			out.set("transport", tr)
 		}
 	}
 	if dis := n.get("disabled"); dis != nil && dis.kind == KindBool {
-		en := &node{kind: KindBool, bool: !dis.bool, src: dis.src, off: dis.off, path: dis.path}
+		en := &node{kind: KindBool, bool: !dis.bool, src: dis.src, off: dis.off, path: dis.path, bad: dis.bad}
 		if have := n.get("enabled"); have != nil && have.kind == KindBool && have.bool == dis.bool {
 			d.addAt(SeverityError, CodeDialectConflict, n, "enabled", "keep one of enabled and disabled",
 				"enabled: %t contradicts disabled: %t", have.bool, dis.bool)
+			out.errs = true
 		} else {
 			out.set("enabled", en)
 		}
@@ -216,16 +218,20 @@ func rewriteRefs(n *node, dialect Dialect, d *diags) {
 				hint = "defaults (:-) are not supported; set the variable or list it in envAllowlist"
 			}
 			d.add(SeverityError, CodeEnvRefSyntax, n, "", hint, "invalid reference %s", refForMessage(bad))
+			n.bad = true
 			return
 		}
 		n.str = s
 	}
 }
 
-// refForMessage shows a malformed reference without what may follow it.
+// refForMessage shows a malformed reference when it cannot be a secret;
+// a reference is where a secret belongs, so a long or random one is not
+// repeated.
 func refForMessage(ref string) string {
-	if len(ref) > 40 {
-		return fmt.Sprintf("%q…", ref[:40])
+	inner := strings.TrimSuffix(strings.TrimPrefix(ref, "${"), "}")
+	if len(ref) > 40 || looksSecret(inner) || !plainWord.MatchString(inner) {
+		return "${…}"
 	}
 	return fmt.Sprintf("%q", ref)
 }

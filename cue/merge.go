@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // deepMerge overlays src on dst by the merge rules: objects merge field by
@@ -53,7 +54,7 @@ func adjustField(key string) bool {
 		"connectTimeoutMs", "discoveryTimeoutMs", "callTimeoutMs", "idleTimeoutMs", "metadataRefreshMs":
 		return true
 	}
-	return false
+	return strings.HasPrefix(key, "x-")
 }
 
 // definesServer reports whether a server entry says what to run or reach,
@@ -147,7 +148,7 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 	if entry.kind != KindObject {
 		return
 	}
-	hadErrors := entry.bad
+	hadErrors := entry.bad || entry.errs
 	fresh := func() {
 		servers[id] = &mergedServer{id: id, key: f.key, keyNode: list, def: ld, node: entry.clone(), invalid: hadErrors}
 	}

@@ -53,6 +53,7 @@ type node struct {
 	off  int     // byte offset of the value's first byte
 	path string  // the field path in its own file, e.g. servers.github.args[1]
 	bad  bool    // failed validation: left out of the merge
+	errs bool    // something inside failed validation and was pruned
 }
 
 // field is one member of a JSON object.
@@ -178,6 +179,7 @@ func (n *node) prune() bool {
 			kept = append(kept, f)
 		}
 		n.fields = kept
+		n.errs = n.errs || removed
 	case KindArray:
 		for _, it := range n.items {
 			if it.bad || it.prune() {

@@ -366,7 +366,11 @@ func (c *checker) report(def cuelang.Value, n *node, path []string, errs []cueer
 		msg := fmt.Sprintf(format, args...)
 		switch {
 		case strings.Contains(msg, "incomplete value"):
-			c.d.add(SeverityError, CodeMissingField, n, where, "", "required field is missing")
+			// Required fields are checked in Go, where the message can
+			// point at the object that lacks them.
+			if n != nil {
+				n.bad = false
+			}
 			return
 		case boundRE.MatchString(msg):
 			m := boundRE.FindStringSubmatch(msg)

@@ -137,6 +137,27 @@ func (ds Diagnostics) Sort() {
 	})
 }
 
+// unique drops repeated diagnostics, which arise when one file is checked
+// in two merges.
+func (ds Diagnostics) unique() Diagnostics {
+	type key struct {
+		code       Code
+		file, path string
+		off        int
+		msg        string
+	}
+	seen := map[key]bool{}
+	out := ds[:0]
+	for _, d := range ds {
+		k := key{d.Code, d.File, d.Path, d.Offset, d.Message}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // diags collects diagnostics during one load.
 type diags struct{ list Diagnostics }
 

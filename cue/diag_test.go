@@ -265,17 +265,19 @@ func TestStandaloneFiles(t *testing.T) {
 	b := filepath.Join(dir, "b.json")
 	os.WriteFile(a, []byte(`{"mcpServers":{"x":{"command":"x","cwd":"tools"}}}`), 0o644)
 	os.WriteFile(b, []byte(`{"servers":{"y":{"lifecycle":"bogus"}}}`), 0o644)
-	res, err := LoadFiles(context.Background(), []string{a, b}, &Options{Schema: testSchema(), Lint: true})
+	overlay := filepath.Join(dir, "overlay.json")
+	os.WriteFile(overlay, []byte(`{"version":1,"servers":{"z":{"enabled":false,"excludeTools":["w_*"]}}}`), 0o644)
+	res, err := LoadFiles(context.Background(), []string{a, b, overlay}, &Options{Schema: testSchema(), Lint: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Files) != 2 || res.Files[0].Layer != LayerFile {
+	if len(res.Files) != 3 || res.Files[0].Layer != LayerFile {
 		t.Fatalf("files = %+v", res.Files)
 	}
 	var inB int
 	for _, d := range res.Diagnostics {
-		if d.File == a && d.Severity == SeverityError {
-			t.Errorf("error in the good file: %s", d)
+		if (d.File == a || d.File == overlay) && d.Severity == SeverityError {
+			t.Errorf("error in a good file: %s", d)
 		}
 		if d.File == b {
 			inB++

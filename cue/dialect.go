@@ -135,7 +135,7 @@ func normalizeServer(n *node, dialect Dialect, d *diags) *node {
 		case "type", "disabled":
 			continue // folded in below
 		}
-		if sev, msg, hint, ok := ignoredField(f.key); ok {
+		if sev, msg, hint, ok := ignoredField(f.key); ok && !f.value.bad {
 			d.addAt(sev, CodeIgnoredField, n, f.key, hint, "%s", msg)
 			continue
 		}
@@ -184,8 +184,8 @@ func rewriteRefs(n *node, dialect Dialect, d *diags) {
 	switch n.kind {
 	case KindObject:
 		for i := range n.fields {
-			if n.fields[i].key == "title" {
-				continue
+			if k := n.fields[i].key; k == "title" || strings.HasPrefix(k, "x-") {
+				continue // text, or an extension voltmcp never reads
 			}
 			rewriteRefs(n.fields[i].value, dialect, d)
 		}
@@ -216,6 +216,8 @@ func rewriteRefs(n *node, dialect Dialect, d *diags) {
 				hint = "VS Code input variables are not supported; use ${env:NAME}"
 			case defaultRefR.MatchString(bad):
 				hint = "defaults (:-) are not supported; set the variable or list it in envAllowlist"
+			case bareRefRE.MatchString(bad):
+				hint = "write ${env:NAME}; the bare ${NAME} form is read only in mcpServers files"
 			}
 			d.add(SeverityError, CodeEnvRefSyntax, n, "", hint, "invalid reference %s", refForMessage(bad))
 			n.bad = true

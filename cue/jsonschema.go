@@ -77,13 +77,23 @@ func inlineEmbedded(def map[string]any, defs map[string]any) {
 		return
 	}
 	inlineEmbedded(target, defs)
-	if tp, ok := target["properties"].(map[string]any); ok {
+	for _, key := range []string{"properties", "patternProperties"} {
+		tp, ok := target[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		own, _ := def[key].(map[string]any)
+		if own == nil {
+			own = map[string]any{}
+			def[key] = own
+		}
 		for k, v := range tp {
-			if _, have := props[k]; !have {
-				props[k] = v
+			if _, have := own[k]; !have {
+				own[k] = v
 			}
 		}
 	}
+	_ = props
 	delete(def, "$ref")
 }
 

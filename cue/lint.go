@@ -20,8 +20,11 @@ func lintServer(ms *mergedServer, srv Server, d *diags) {
 		lintURL(n, u, srv, d)
 	}
 	lintFilters(n, d)
-	if ms.disabledBy != nil && ms.disabledBy.src != nil && ms.def.src != nil {
-		d.add(SeverityWarning, CodeDisabledAbove, ms.disabledBy, "", "if that is intended, nothing to do; else remove the enabled: false",
+	// A false enabled from another file than the definition's is a
+	// disable by a higher layer, which is easy to miss.
+	if en := n.get("enabled"); en != nil && en.kind == KindBool && !en.bool && en.src != nil &&
+		en.src.layer != LayerDefault && en.src != ms.def.src {
+		d.add(SeverityWarning, CodeDisabledAbove, en, "", "if that is intended, nothing to do; else remove the enabled: false",
 			"server %q, defined in %s (%s), is disabled here", ms.id, ms.def.status.Path, ms.def.status.Layer)
 	}
 }

@@ -101,10 +101,16 @@ func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
 		}
 		docs = append(docs, o.Schema.readLayer(loc.Path(layer), layer, base, &d))
 	}
+	return o.assemble(docs, loc, &d), nil
+}
+
+// assemble decides trust over the parsed layers and merges them. It does
+// no I/O.
+func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 	res := &Result{}
 	// Trust comes from the user layers alone: a project cannot vouch for
 	// itself.
-	userSettings := mergeSettings(docs, func(l Layer) bool { return !l.IsProject() }, o.Schema.defSettings, nil)
+	userSettings := mergeSettings(docs, func(l Layer) bool { return !l.IsProject() }, o.Schema.defSettings)
 	var project []FileStatus
 	for _, ld := range docs {
 		if ld.status.Layer.IsProject() && ld.status.Found {
@@ -123,37 +129,53 @@ func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
 			Approve:             o.Approve, NoApprove: o.NoApprove,
 		}
 		res.Trust = o.Trust(in)
-		for _, ld := range docs {
-			if !ld.status.Layer.IsProject() || !ld.status.Found {
-				continue
-			}
-			if !res.Trust.Trusted {
-				ld.status.Loaded = false
-				ld.status.Reason = "untrusted: " + res.Trust.Reason
-				verb := "is ignored"
-				if o.CheckUntrusted {
-					verb = "would not load"
-				}
-				d.add(SeverityWarning, CodeProjectIgnored, ld.doc, "", "run with --approve, or set defaultProjectTrust in a user layer",
-					"project MCP config %s: %s", verb, res.Trust.Reason)
-				d.list[len(d.list)-1].Path = ""
-			}
+		if !res.Trust.Trusted {
+			o.reportUntrusted(docs, res.Trust, d)
 		}
 	}
 	trusted := func(l Layer) bool { return !l.IsProject() || res.Trust.Trusted }
 	if o.CheckUntrusted && !res.Trust.Trusted {
-		// Check everything as if trusted, but keep only the trusted merge.
-		merge(docs, func(Layer) bool { return true }, loc.Project, o, &d)
-		res.Config = merge(docs, trusted, loc.Project, o, &diags{})
-	} else {
-		res.Config = merge(docs, trusted, loc.Project, o, &d)
+		// Check the project layers as if trusted. The trusted-only merge
+		// below is checked too: a project that redefines a user server
+		// must not hide that server's problems.
+		merge(docs, func(Layer) bool { return true }, o, d)
 	}
+	res.Config = merge(docs, trusted, o, d)
 	for _, ld := range docs {
 		res.Files = append(res.Files, *ld.status)
 	}
+	d.list = d.list.unique()
 	d.list.Sort()
 	res.Diagnostics = d.list
-	return res, nil
+	return res
+}
+
+// reportUntrusted marks the project layers as not loaded and says why.
+func (o Options) reportUntrusted(docs []*layerDoc, trust TrustDecision, d *diags) {
+	verb := "is ignored"
+	if o.CheckUntrusted {
+		verb = "would not load"
+	}
+	hint := "run with --approve, or set defaultProjectTrust in a user layer"
+	if o.NoApprove {
+		hint = "--no-approve was given; leave it out to let defaultProjectTrust decide"
+	}
+	for _, ld := range docs {
+		if !ld.status.Layer.IsProject() || !ld.status.Found {
+			continue
+		}
+		if ld.status.Loaded {
+			ld.status.Reason = "untrusted: " + trust.Reason
+		}
+		ld.status.Loaded = false
+		diag := Diagnostic{Severity: SeverityWarning, Code: CodeProjectIgnored, Hint: hint,
+			Message:  fmt.Sprintf("project MCP config %s: %s", verb, trust.Reason),
+			Position: Position{File: ld.status.Path}, Layer: ld.status.Layer}
+		if ld.src != nil {
+			diag.Position = ld.src.position(0)
+		}
+		d.list = append(d.list, diag)
+	}
 }
 
 // LoadFiles checks each file on its own, as a standalone layer, the way
@@ -175,9 +197,10 @@ func LoadFiles(ctx context.Context, paths []string, opts *Options) (*Result, err
 			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeFileUnreadable,
 				Message: "file does not exist", Position: Position{File: p}, Layer: LayerFile})
 		}
-		res.Config = merge([]*layerDoc{ld}, func(Layer) bool { return true }, filepath.Dir(p), o, &d)
+		res.Config = merge([]*layerDoc{ld}, func(Layer) bool { return true }, o, &d)
 		res.Files = append(res.Files, *ld.status)
 	}
+	d.list = d.list.unique()
 	d.list.Sort()
 	res.Diagnostics = d.list
 	return res, nil
@@ -285,6 +308,10 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 	}
 	s.validate(doc, dialect, d)
 	ld.doc = normalize(doc, dialect, d)
+	// Values that failed validation are dropped here, before trust or
+	// merge can read them; a server that lost any is marked and later
+	// disabled.
+	ld.doc.prune()
 	ld.ok = true
 	st.Loaded = true
 	return ld

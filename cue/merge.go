@@ -32,7 +32,7 @@ func deepMerge(dst, src *node) *node {
 
 // mergeSettings merges the settings of the included layers over the
 // defaults.
-func mergeSettings(docs []*layerDoc, include func(Layer) bool, defaults *node, _ *diags) *node {
+func mergeSettings(docs []*layerDoc, include func(Layer) bool, defaults *node) *node {
 	merged := &node{kind: KindObject}
 	for _, ld := range docs {
 		if !ld.ok || !include(ld.status.Layer) {
@@ -70,19 +70,12 @@ type mergedServer struct {
 	keyNode *node  // the defining file's servers object, for positions
 	def     *layerDoc
 	node    *node
-	// disabledBy is the enabled:false a layer above the definition set.
-	disabledBy *node
-	invalid    bool
+	invalid bool
 }
 
 // merge merges the included layers into the effective config.
-func merge(docs []*layerDoc, include func(Layer) bool, projectRoot string, o Options, d *diags) *Config {
-	for _, ld := range docs {
-		if ld.ok && include(ld.status.Layer) {
-			ld.doc.prune()
-		}
-	}
-	settings := mergeSettings(docs, include, o.Schema.defSettings, d)
+func merge(docs []*layerDoc, include func(Layer) bool, o Options, d *diags) *Config {
+	settings := mergeSettings(docs, include, o.Schema.defSettings)
 	servers := map[string]*mergedServer{}
 	for _, ld := range docs {
 		if !ld.ok || !include(ld.status.Layer) {
@@ -156,6 +149,11 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 	case prev == nil:
 		fresh()
 	case prev.def.status.Layer.scope() == ld.status.Layer.scope():
+		if authType(entry) != "" && authType(entry) != authType(prev.node) {
+			// Another kind of auth replaces the old one: fields of a bearer
+			// token must not linger in an OAuth config.
+			prev.node.del("auth")
+		}
 		prev.node = deepMerge(prev.node, entry)
 		prev.invalid = prev.invalid || hadErrors
 		if definesServer(entry) {
@@ -167,26 +165,94 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 		fresh()
 		return
 	default:
-		adj := &node{kind: KindObject, src: entry.src, off: entry.off, path: entry.path}
-		for _, af := range entry.fields {
-			if adjustField(af.key) {
-				adj.fields = append(adj.fields, af)
+		prev.node = deepMerge(prev.node, adjustment(prev, entry, id, d))
+		prev.invalid = prev.invalid || hadErrors
+	}
+
+}
+
+// adjustment returns the part of a project entry that may change a
+// server a user layer defines, reporting the rest. An adjustment may
+// narrow what the user's server exposes, never widen it: it cannot add
+// what runs or its secrets, re-enable a server the user disabled, remove
+// a user's value, drop an excluded tool or include a tool the user's
+// includeTools leaves out.
+func adjustment(prev *mergedServer, entry *node, id string, d *diags) *node {
+	scope := prev.def.status.Layer.scope()
+	adj := &node{kind: KindObject, src: entry.src, off: entry.off, path: entry.path}
+	refuse := func(sev Severity, key, hint, format string, args ...any) {
+		d.addAt(sev, CodeCrossScopeField, entry, key, hint, format, args...)
+	}
+	for _, af := range entry.fields {
+		v, have := af.value, prev.node.get(af.key)
+		switch {
+		case !adjustField(af.key):
+			refuse(SeverityError, af.key, "redefine the server with command or url, or set the field in the "+scope+" layer",
+				"%q cannot be added to server %q, which a %s layer defines, without redefining it", af.key, id, scope)
+			continue
+		case v.kind == KindNull:
+			refuse(SeverityError, af.key, "change it in the "+scope+" layer",
+				"%q of server %q comes from a %s layer and cannot be removed here", af.key, id, scope)
+			continue
+		case af.key == "enabled" && v.kind == KindBool && v.bool && have != nil && have.kind == KindBool && !have.bool:
+			refuse(SeverityWarning, af.key, "enable it in the "+scope+" layer",
+				"server %q is disabled by a %s layer; a project cannot enable it, so this is ignored", id, scope)
+			continue
+		case af.key == "excludeTools" && have != nil && have.kind == KindArray && v.kind == KindArray:
+			union := have.clone()
+			union.src, union.off, union.path = v.src, v.off, v.path
+			for _, it := range v.items {
+				if !containsStr(have.strs(), it.str) {
+					union.items = append(union.items, it)
+				}
+			}
+			adj.fields = append(adj.fields, field{key: af.key, keyOff: af.keyOff, value: union})
+			continue
+		case af.key == "includeTools" && have != nil && len(have.items) > 0 && v.kind == KindArray:
+			if wider := widens(have.strs(), v.strs()); wider != "" {
+				refuse(SeverityError, af.key, "list only tools the "+scope+" layer's includeTools allows",
+					"includeTools %q would let in tools the %s layer's includeTools keeps out", wider, scope)
 				continue
 			}
-			d.addAt(SeverityError, CodeCrossScopeField, entry, af.key,
-				"redefine the server with command or url, or set the field in the "+string(prev.def.status.Layer.scope())+" layer",
-				"%q cannot be added to server %q, which a %s layer defines, without redefining it", af.key, id, prev.def.status.Layer.scope())
 		}
-		prev.node = deepMerge(prev.node, adj)
+		adj.fields = append(adj.fields, af)
 	}
-	if en := entry.get("enabled"); en != nil && en.kind == KindBool {
-		ms := servers[id]
-		if !en.bool && ms.def != ld {
-			ms.disabledBy = en
-		} else if en.bool {
-			ms.disabledBy = nil
+	return adj
+}
+
+// authType returns the auth type a server entry sets, or "".
+func authType(n *node) string {
+	if t := n.get("auth").get("type"); t != nil && t.kind == KindString {
+		return t.str
+	}
+	return ""
+}
+
+// widens returns the first pattern of next that base does not cover: a
+// name or glob that no base glob matches exactly or as a name.
+func widens(base, next []string) string {
+	for _, n := range next {
+		covered := false
+		for _, b := range base {
+			if b == n || (!hasWildcard(n) && globMatch(b, n)) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return n
 		}
 	}
+	return ""
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveServer applies defaults and checks what the merged server needs.
@@ -210,6 +276,12 @@ func resolveServer(ms *mergedServer, settings, defaults *node, d *diags) Server 
 		at(CodeMissingField, `add "command"`, "stdio server %q needs a command", ms.id)
 	case tr != nil && tr.str != TransportStdio && url == nil:
 		at(CodeMissingField, `add "url"`, "%s server %q needs a url", tr.str, ms.id)
+	case cmd == nil && url == nil && tr == nil && ms.def.status.Layer == LayerFile:
+		// Checked on its own, an overlay (such as .volt/mcp.json adjusting
+		// a server of .mcp.json) has nothing to run; that is not an error.
+		d.addAt(SeverityInfo, CodeMissingField, ms.keyNode, ms.key, "vet the layers together (voltmcp vet --project DIR) to check the merge",
+			"server %q only adjusts a server defined in another file", ms.id)
+		ms.invalid = true
 	case cmd == nil && url == nil:
 		hint := `add "command" for a local server or "url" for a remote one`
 		if !definesServer(ms.node) {

@@ -3,6 +3,7 @@ package cue
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -143,6 +144,69 @@ func TestMergeRules(t *testing.T) {
 			s := mustServer(t, res, "gh")
 			if s.Env != nil || s.Args != nil {
 				t.Errorf("project fields leaked into the user server: %+v", s)
+			}
+		},
+	}, {
+		name: "project adjustments only narrow",
+		files: map[Layer]string{
+			LayerUser: `{"servers":{
+				"off":{"command":"o","enabled":false},
+				"ex":{"command":"e","excludeTools":["delete_*"],"includeTools":["get_*","list_*"],"lifecycle":"eager"}}}`,
+			LayerProject: `{"servers":{
+				"off":{"enabled":true},
+				"ex":{"excludeTools":["write_*"],"lifecycle":null}}}`,
+		},
+		check: func(t *testing.T, res *Result) {
+			if mustServer(t, res, "off").Enabled {
+				t.Error("project re-enabled a server the user disabled")
+			}
+			ex := mustServer(t, res, "ex")
+			if !reflect.DeepEqual(ex.ExcludeTools, []string{"delete_*", "write_*"}) || ex.Lifecycle != "eager" {
+				t.Errorf("excludeTools = %q, lifecycle = %q", ex.ExcludeTools, ex.Lifecycle)
+			}
+			if n := len(find(res, CodeCrossScopeField)); n != 2 {
+				t.Errorf("want 2 cross-scope-field findings:%s", dump(res.Diagnostics))
+			}
+		},
+	}, {
+		name: "project includeTools may narrow but not widen",
+		files: map[Layer]string{
+			LayerUser:    `{"servers":{"a":{"command":"a","includeTools":["get_*"]},"b":{"command":"b","includeTools":["get_*"]}}}`,
+			LayerProject: `{"servers":{"a":{"includeTools":["get_issue"]},"b":{"includeTools":["get_issue","delete_repo"]}}}`,
+		},
+		check: func(t *testing.T, res *Result) {
+			if a := mustServer(t, res, "a"); !reflect.DeepEqual(a.IncludeTools, []string{"get_issue"}) {
+				t.Errorf("a includeTools = %q", a.IncludeTools)
+			}
+			if b := mustServer(t, res, "b"); !reflect.DeepEqual(b.IncludeTools, []string{"get_*"}) {
+				t.Errorf("b includeTools = %q", b.IncludeTools)
+			}
+			if ds := find(res, CodeCrossScopeField); len(ds) != 1 || !strings.Contains(ds[0].Message, "delete_repo") {
+				t.Errorf("want one finding naming delete_repo:%s", dump(res.Diagnostics))
+			}
+		},
+	}, {
+		name: "a bad project adjustment disables the server",
+		files: map[Layer]string{
+			LayerUser:    `{"servers":{"a":{"command":"a"}}}`,
+			LayerProject: `{"servers":{"a":{"enabled":"no"}}}`,
+		},
+		check: func(t *testing.T, res *Result) {
+			if a := mustServer(t, res, "a"); a.Enabled || !a.Invalid {
+				t.Errorf("a = enabled %v invalid %v", a.Enabled, a.Invalid)
+			}
+		},
+	}, {
+		name: "another auth type replaces the old auth",
+		files: map[Layer]string{
+			LayerUserShared: `{"servers":{"a":{"url":"https://a.example","auth":{"type":"bearer","token":"${env:T}"}}}}`,
+			LayerUser:       `{"servers":{"a":{"auth":{"type":"env","variable":"V","scheme":""}}}}`,
+		},
+		check: func(t *testing.T, res *Result) {
+			noErrors(t, res)
+			a := mustServer(t, res, "a").Auth
+			if a == nil || a.Type != "env" || a.Token != "" || a.Scheme == nil || *a.Scheme != "" {
+				t.Errorf("auth = %+v", a)
 			}
 		},
 	}, {
@@ -308,7 +372,7 @@ func TestUserTrustSettingDecides(t *testing.T) {
 	for _, tt := range []struct {
 		setting string
 		trusted bool
-	}{{"always", true}, {"never", false}, {"ask", false}} {
+	}{{"always", true}, {"never", false}, {"ask", false}, {"alwayss", false}} {
 		loc := layers(t, map[Layer]string{
 			LayerUser:          `{"settings":{"defaultProjectTrust":"` + tt.setting + `"}}`,
 			LayerProjectShared: `{"mcpServers":{"x":{"command":"x"}}}`,

@@ -167,18 +167,19 @@ func (d *DirectTools) UnmarshalJSON(b []byte) error {
 // apply depends on Type: "none", "bearer" (Token), "env" (Variable,
 // Header, Scheme) or "oauth" (the rest).
 type Auth struct {
-	Type                    string `json:"type"`
-	Token                   string `json:"token,omitempty"`
-	Variable                string `json:"variable,omitempty"`
-	Header                  string `json:"header,omitempty"`
-	Scheme                  string `json:"scheme,omitempty"`
-	Flow                    string `json:"flow,omitempty"`
-	Scope                   string `json:"scope,omitempty"`
-	ClientID                string `json:"clientId,omitempty"`
-	ClientSecret            string `json:"clientSecret,omitempty"`
-	ClientMetadataURL       string `json:"clientMetadataUrl,omitempty"`
-	ResourceMetadataURL     string `json:"resourceMetadataUrl,omitempty"`
-	TokenEndpointAuthMethod string `json:"tokenEndpointAuthMethod,omitempty"`
+	Type     string `json:"type"`
+	Token    string `json:"token,omitempty"`
+	Variable string `json:"variable,omitempty"`
+	Header   string `json:"header,omitempty"`
+	// Scheme is nil when unset (meaning "Bearer"); "" sends the bare token.
+	Scheme                  *string `json:"scheme,omitempty"`
+	Flow                    string  `json:"flow,omitempty"`
+	Scope                   string  `json:"scope,omitempty"`
+	ClientID                string  `json:"clientId,omitempty"`
+	ClientSecret            string  `json:"clientSecret,omitempty"`
+	ClientMetadataURL       string  `json:"clientMetadataUrl,omitempty"`
+	ResourceMetadataURL     string  `json:"resourceMetadataUrl,omitempty"`
+	TokenEndpointAuthMethod string  `json:"tokenEndpointAuthMethod,omitempty"`
 }
 
 // Redacted returns a copy of the config fit to print: literal secrets in

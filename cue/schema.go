@@ -153,6 +153,9 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 			}
 			var child cuelang.Value
 			switch {
+			case depth == 0 && dialect == DialectClaude && f.key == "servers" && n.get("mcpServers") != nil:
+				f.value.bad = true // reported as dialect-conflict
+				continue
 			case depth == 0 && (f.key == "servers" || f.key == "mcpServers"):
 				if f.value.kind == KindObject {
 					st.Elts = append(st.Elts, c.field(f, c.walkServers(f.value, dialect)))

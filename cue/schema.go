@@ -98,6 +98,16 @@ func fieldNames(def cuelang.Value) []string {
 	return names
 }
 
+// namesOf returns *cache, filling it with the def's field names first.
+func namesOf(cache *[]string, def cuelang.Value) []string {
+	if *cache == nil {
+		if *cache = fieldNames(def); *cache == nil {
+			*cache = []string{}
+		}
+	}
+	return *cache
+}
+
 // requiredNames lists the fields a definition requires.
 func requiredNames(def cuelang.Value) []string {
 	var names []string
@@ -146,7 +156,7 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 	switch n.kind {
 	case KindObject:
 		st := &ast.StructLit{Lbrace: c.pos(n.off), Rbrace: c.pos(n.off)}
-		named := fieldNames(def)
+		var named []string // the def's field names, listed only when needed
 		for _, f := range n.fields {
 			if f.value.kind == KindNull {
 				continue // removes an inherited value; nothing to check
@@ -163,7 +173,7 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 				}
 			case def.Allows(cuelang.Str(f.key)):
 				child = def.LookupPath(cuelang.MakePath(cuelang.Str(f.key).Optional()))
-			case len(named) == 0:
+			case len(namesOf(&named, def)) == 0:
 				f.value.bad = true
 				c.d.add(SeverityError, CodeInvalidValue, f.value, "", "", "%q is not a valid name here", f.key)
 				c.d.list[len(c.d.list)-1].Position = n.src.position(f.keyOff)

@@ -38,11 +38,11 @@ func codeInfo(c Code) (Severity, string) {
 	case CodeServerIDClash:
 		return SeverityError, "Two server keys of one file normalize to the same id."
 	case CodeMissingField:
-		return SeverityError, "A required field is missing (a server's command or url, an auth's type or token)."
+		return SeverityError, "A required field is missing (a server's command or url, an auth's type, token or variable)."
 	case CodeTransportMismatch:
 		return SeverityError, "A server mixes stdio and HTTP fields."
 	case CodeCrossScopeField:
-		return SeverityError, "A project layer adds a field to a user server without redefining it."
+		return SeverityError, "A project entry tries to add to, remove from or widen a server a user layer defines."
 	case CodeProjectIgnored:
 		return SeverityWarning, "Project config is not trusted, so it does not load."
 	case CodeProjectSetting:

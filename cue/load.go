@@ -48,7 +48,8 @@ type FileStatus struct {
 	Found bool `json:"found"`
 	// Dialect is the dialect the file was read as.
 	Dialect Dialect `json:"dialect,omitempty"`
-	// SHA256 is the hex digest of the file's bytes; trust is bound to it.
+	// SHA256 is the hex digest of the file's bytes, for trust decisions
+	// that bind to content.
 	SHA256 string `json:"sha256,omitempty"`
 	// Loaded reports whether the file's content is part of the effective
 	// config. A found file is not loaded when it is invalid or untrusted.

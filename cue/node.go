@@ -244,8 +244,12 @@ func appendQuoted(b []byte, s string) []byte {
 	return append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
 }
 
-// childPath extends a field path with an object key, quoting keys that are
-// not plain identifiers: servers.github, env["MY.VAR"].
+// JoinPath extends a field path with an object key, in the form that
+// Diagnostic.Path and Config.Sources use: keys that are not plain
+// identifiers are quoted, as in servers.github.env["MY.VAR"].
+func JoinPath(parent, key string) string { return childPath(parent, key) }
+
+// childPath is JoinPath.
 func childPath(parent, key string) string {
 	if isPlainKey(key) {
 		if parent == "" {

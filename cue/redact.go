@@ -122,48 +122,84 @@ func envRefsOnly(value string) string {
 }
 
 // urlSecret reports whether a URL carries a literal credential: a
-// password in its userinfo or a secret-named query parameter.
+// password in its userinfo, or a secret-named parameter in its query or
+// fragment (OAuth implicit flows put tokens there).
 func urlSecret(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	if p, ok := u.User.Password(); ok && literalPart(p) != "" {
-		return true
-	}
-	for k, vs := range u.Query() {
-		for _, v := range vs {
-			if isLiteralSecret(k, v) {
-				return true
-			}
-		}
-	}
-	return false
+	return redactURL(raw) != raw
 }
 
-// redactURL hides a URL's password and the values of secret-named query
-// parameters. An unparsable URL is hidden whole.
+// redactURL hides a URL's password and the values of secret-named
+// parameters. The query and fragment are split by hand on & and ;, as
+// url.Values would silently drop a pair it cannot parse. An unparsable
+// URL is hidden whole.
 func redactURL(raw string) string {
-	if !urlSecret(raw) {
-		return raw
+	if HasEnvRef(raw) {
+		// ${env:NAME} is not URL syntax (a reference in the host does not
+		// parse); judge the URL with each reference as a plain word.
+		probe := envRefAnyRE.ReplaceAllString(raw, "envref")
+		if redactURL(probe) == probe {
+			return raw
+		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return redacted
 	}
-	if _, ok := u.User.Password(); ok {
+	changed := false
+	if p, ok := u.User.Password(); ok && literalPart(p) != "" {
 		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		changed = true
 	}
-	q := u.Query()
-	for k, vs := range q {
-		for i, v := range vs {
-			if isLiteralSecret(k, v) {
-				vs[i] = "REDACTED"
-			}
+	if q, ok := redactParams(u.RawQuery); ok {
+		u.RawQuery, changed = q, true
+	}
+	if f, ok := redactParams(u.EscapedFragment()); ok {
+		u.RawFragment, changed = f, true
+		if u.Fragment, err = url.PathUnescape(f); err != nil {
+			u.Fragment = f
 		}
 	}
-	u.RawQuery = q.Encode()
+	if !changed {
+		return raw
+	}
 	return u.String()
+}
+
+// redactParams replaces the values of secret-named parameters in a query
+// or fragment, reporting whether it changed anything.
+func redactParams(q string) (string, bool) {
+	if q == "" {
+		return q, false
+	}
+	changed := false
+	var b strings.Builder
+	start := 0
+	for i := 0; i <= len(q); i++ {
+		if i < len(q) && q[i] != '&' && q[i] != ';' {
+			continue
+		}
+		pair := q[start:i]
+		if name, val, ok := strings.Cut(pair, "="); ok {
+			if isLiteralSecret(lenientUnescape(name), lenientUnescape(val)) {
+				pair, changed = name+"=REDACTED", true
+			}
+		}
+		b.WriteString(pair)
+		if i < len(q) {
+			b.WriteByte(q[i])
+		}
+		start = i + 1
+	}
+	return b.String(), changed
+}
+
+// lenientUnescape decodes %XX escapes, keeping the text as it is where an
+// escape is malformed.
+func lenientUnescape(s string) string {
+	if v, err := url.QueryUnescape(s); err == nil {
+		return v
+	}
+	return s
 }
 
 // argSecret reports whether argument i of args is a literal credential:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -398,9 +399,7 @@ func (c *checker) report(def cuelang.Value, n *node, path []string, errs []cueer
 		case conflictRE.MatchString(msg):
 			m := conflictRE.FindStringSubmatch(msg)
 			for _, lit := range m[1:] {
-				if strings.HasPrefix(lit, `"`) && (n == nil || lit != fmt.Sprintf("%q", n.str)) {
-					enum = append(enum, lit)
-				} else if n != nil && n.kind != KindString && lit != n.str {
+				if schemaLiteral(lit, n) {
 					enum = append(enum, lit)
 				}
 			}
@@ -423,6 +422,21 @@ func (c *checker) report(def cuelang.Value, n *node, path []string, errs []cueer
 	default:
 		c.d.add(SeverityError, CodeInvalidValue, n, where, "", "invalid value")
 	}
+}
+
+// schemaLiteral reports whether a literal quoted in a CUE conflict is the
+// schema's side, not the user's value. Anything that might be the user's
+// value is left out: it can be a secret. CUE's quoting differs from Go's,
+// so a literal that does not unquote cleanly is left out too.
+func schemaLiteral(lit string, n *node) bool {
+	if !strings.HasPrefix(lit, `"`) {
+		return false // a type or a number: not an enum member
+	}
+	v, err := strconv.Unquote(lit)
+	if err != nil || looksSecret(v) || !plainWord.MatchString(v) {
+		return false
+	}
+	return n == nil || n.kind != KindString || v != n.str
 }
 
 // schemaKinds extracts the schema's side of a "mismatched types A and B"

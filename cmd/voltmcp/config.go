@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,8 @@ func configCommand() *command {
 Prints the config voltmcp would run with: the four layers merged, defaults
 filled in, and each value's source (layer, file:line:col, or "default").
 Project layers count only when trusted (see --approve). Secrets print as
-their ${env:NAME} references; literal secrets print as <redacted>.
+their ${env:NAME} references; literal secrets print as <redacted>. Exits 1
+when the config has errors (servers with errors are disabled).
 
 Examples:
   voltmcp config show
@@ -42,10 +44,17 @@ Examples:
 			return failuref("%w", err)
 		}
 		cfg := res.Config.Redacted()
+		write := writeConfigText
 		if asJSON {
-			return writeConfigJSON(e.stdout, res, cfg)
+			write = writeConfigJSON
 		}
-		return writeConfigText(e.stdout, res, cfg)
+		if err := write(e.stdout, res, cfg); err != nil {
+			return failuref("write output: %w", err)
+		}
+		if res.Diagnostics.HasErrors() {
+			return errFindings // the errors are in the output; invalid servers are disabled
+		}
+		return nil
 	}
 	return c
 }
@@ -72,6 +81,7 @@ func writeConfigJSON(w io.Writer, res *cue.Result, cfg *cue.Config) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
 }
 
@@ -92,12 +102,11 @@ func writeConfigText(w io.Writer, res *cue.Result, cfg *cue.Config) error {
 	flatten(&flat, "settings", cfg.Settings)
 	for _, s := range cfg.Servers {
 		v := map[string]any{}
-		raw, _ := json.Marshal(s)
-		_ = json.Unmarshal(raw, &v)
+		_ = json.Unmarshal(marshalPlain(s), &v)
 		for _, k := range []string{"id", "key", "layer", "file", "baseDir"} {
 			delete(v, k)
 		}
-		flatten(&flat, "servers."+s.ID, v)
+		flatten(&flat, cue.JoinPath("servers", s.ID), v)
 	}
 	width := 0
 	for _, line := range flat {
@@ -133,7 +142,7 @@ func parentPath(p string) string {
 
 // flatten renders v as sorted "path = json" lines; lists stay whole.
 func flatten(out *[]string, path string, v any) {
-	raw, _ := json.Marshal(v)
+	raw := marshalPlain(v)
 	var m map[string]any
 	if json.Unmarshal(raw, &m) != nil || m == nil {
 		*out = append(*out, path+" = "+string(raw))
@@ -145,15 +154,16 @@ func flatten(out *[]string, path string, v any) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		flatten(out, pathJoin(path, k), m[k])
+		flatten(out, cue.JoinPath(path, k), m[k])
 	}
 }
 
-func pathJoin(parent, key string) string {
-	for _, r := range key {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return fmt.Sprintf("%s[%q]", parent, key)
-		}
-	}
-	return parent + "." + key
+// marshalPlain encodes v as JSON without escaping <, > and &, which are
+// not HTML here: "<redacted>" should read as written.
+func marshalPlain(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // values here are plain data and always encode
+	return bytes.TrimRight(b.Bytes(), "\n")
 }

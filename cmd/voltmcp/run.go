@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	name := rest[0]
 	if name == "help" {
-		if len(rest) > 1 {
+		if len(rest) > 1 && !strings.HasPrefix(rest[1], "-") {
 			name, rest = rest[1], []string{rest[1], "--help"}
 		} else {
 			printUsage(stdout)
@@ -208,16 +208,16 @@ func report(stderr io.Writer, name string, err error) int {
 	if err == nil {
 		return exitOK
 	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "voltmcp %s: interrupted\n", name)
+		return exitFailure
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee != errFindings {
 			fmt.Fprintf(stderr, "voltmcp %s: %v\n", name, ee.err)
 		}
 		return ee.code
-	}
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "voltmcp %s: interrupted\n", name)
-		return exitFailure
 	}
 	fmt.Fprintf(stderr, "voltmcp %s: %v\n", name, err)
 	return exitFailure

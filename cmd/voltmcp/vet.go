@@ -57,10 +57,11 @@ Examples:
 		if err != nil {
 			return failuref("%w", err)
 		}
-		if err := w(e.stdout, res, quiet); err != nil {
+		failed := res.Diagnostics.HasErrors() || (failOn == "warning" && res.Diagnostics.Count(cue.SeverityWarning) > 0)
+		if err := w(e.stdout, res, vetOutput{quiet: quiet, ok: !failed}); err != nil {
 			return failuref("write output: %w", err)
 		}
-		if res.Diagnostics.HasErrors() || (failOn == "warning" && res.Diagnostics.Count(cue.SeverityWarning) > 0) {
+		if failed {
 			return errFindings
 		}
 		return nil

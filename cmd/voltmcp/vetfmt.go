@@ -11,8 +11,14 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 )
 
+// vetOutput are the choices a vet writer honours.
+type vetOutput struct {
+	quiet bool // leave out info diagnostics (text, github)
+	ok    bool // the run passes, given --fail-on (json)
+}
+
 // vetFormatter returns the writer of a vet result in the given --format.
-func vetFormatter(format string) (func(w io.Writer, res *cue.Result, quiet bool) error, bool) {
+func vetFormatter(format string) (func(w io.Writer, res *cue.Result, o vetOutput) error, bool) {
 	switch format {
 	case "text":
 		return writeText, true
@@ -26,10 +32,10 @@ func vetFormatter(format string) (func(w io.Writer, res *cue.Result, quiet bool)
 	return nil, false
 }
 
-func writeText(w io.Writer, res *cue.Result, quiet bool) error {
+func writeText(w io.Writer, res *cue.Result, o vetOutput) error {
 	var b strings.Builder
 	for _, d := range res.Diagnostics {
-		if quiet && d.Severity == cue.SeverityInfo {
+		if o.quiet && d.Severity == cue.SeverityInfo {
 			continue
 		}
 		b.WriteString(d.String())
@@ -61,7 +67,7 @@ func dialectName(d cue.Dialect) string {
 	return string(d)
 }
 
-func writeJSON(w io.Writer, res *cue.Result, _ bool) error {
+func writeJSON(w io.Writer, res *cue.Result, o vetOutput) error {
 	diags := res.Diagnostics
 	if diags == nil {
 		diags = cue.Diagnostics{}
@@ -70,7 +76,7 @@ func writeJSON(w io.Writer, res *cue.Result, _ bool) error {
 		OK          bool             `json:"ok"`
 		Diagnostics cue.Diagnostics  `json:"diagnostics"`
 		Files       []cue.FileStatus `json:"files"`
-	}{!res.Diagnostics.HasErrors(), diags, res.Files}
+	}{o.ok, diags, res.Files}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
@@ -86,11 +92,11 @@ func ghEscape(s string, property bool) string {
 	return s
 }
 
-func writeGitHub(w io.Writer, res *cue.Result, quiet bool) error {
+func writeGitHub(w io.Writer, res *cue.Result, o vetOutput) error {
 	var b strings.Builder
 	for _, d := range res.Diagnostics {
 		kind := map[cue.Severity]string{cue.SeverityError: "error", cue.SeverityWarning: "warning", cue.SeverityInfo: "notice"}[d.Severity]
-		if quiet && kind == "notice" {
+		if o.quiet && kind == "notice" {
 			continue
 		}
 		var props []string
@@ -197,7 +203,7 @@ func sarifURI(path string) string {
 	return (&url.URL{Path: strings.TrimPrefix(p, "./")}).String()
 }
 
-func writeSARIF(w io.Writer, res *cue.Result, _ bool) error {
+func writeSARIF(w io.Writer, res *cue.Result, _ vetOutput) error {
 	run := sarifRun{
 		Tool:    sarifTool{Driver: sarifDriver{Name: "voltmcp", InformationURI: "https://github.com/voltmcp/voltmcp"}},
 		Results: []sarifResult{},

@@ -76,7 +76,7 @@ func dialectAlias(d Dialect, key string) string {
 // their positions and the paths the file spells, so later diagnostics
 // still point into the file as written.
 func normalize(doc *node, dialect Dialect, d *diags) *node {
-	out := &node{kind: KindObject, src: doc.src, off: doc.off, path: doc.path}
+	out := &node{kind: kindObject, src: doc.src, off: doc.off, path: doc.path}
 	if v := doc.get("settings"); v != nil {
 		out.set("settings", v)
 	}
@@ -92,16 +92,16 @@ func normalize(doc *node, dialect Dialect, d *diags) *node {
 	if servers == nil {
 		return out
 	}
-	if servers.kind != KindObject {
+	if servers.kind != kindObject {
 		return out
 	}
-	ns := &node{kind: KindObject, src: servers.src, off: servers.off, path: servers.path, fields: []field{}}
+	ns := &node{kind: kindObject, src: servers.src, off: servers.off, path: servers.path, fields: []field{}}
 	for _, f := range servers.fields {
 		v := f.value
-		if v.kind == KindObject && dialect != DialectVoltmcp {
+		if v.kind == kindObject && dialect != DialectVoltmcp {
 			v = normalizeServer(v, dialect, d)
 		}
-		if v.kind == KindObject {
+		if v.kind == kindObject {
 			rewriteRefs(v, dialect, d)
 		}
 		ns.fields = append(ns.fields, field{key: f.key, keyOff: f.keyOff, value: v})
@@ -129,7 +129,7 @@ func ignoredField(key string) (sev Severity, msg, hint string, ok bool) {
 }
 
 func normalizeServer(n *node, dialect Dialect, d *diags) *node {
-	out := &node{kind: KindObject, src: n.src, off: n.off, path: n.path, fields: []field{}}
+	out := &node{kind: kindObject, src: n.src, off: n.off, path: n.path, fields: []field{}}
 	for _, f := range n.fields {
 		switch f.key {
 		case "type", "disabled":
@@ -141,12 +141,12 @@ func normalizeServer(n *node, dialect Dialect, d *diags) *node {
 		}
 		out.fields = append(out.fields, f)
 	}
-	if t := n.get("type"); t != nil && t.kind == KindString {
-		tr := &node{kind: KindString, str: t.str, src: t.src, off: t.off, path: t.path, bad: t.bad}
+	if t := n.get("type"); t != nil && t.kind == kindString {
+		tr := &node{kind: kindString, str: t.str, src: t.src, off: t.off, path: t.path, bad: t.bad}
 		if tr.str == "http" {
 			tr.str = "streamable-http"
 		}
-		if have := n.get("transport"); have != nil && have.kind == KindString && have.str != tr.str {
+		if have := n.get("transport"); have != nil && have.kind == kindString && have.str != tr.str {
 			d.addAt(SeverityError, CodeDialectConflict, n, "transport", "keep one of type and transport",
 				"transport %q contradicts type %q", have.str, t.str)
 			out.errs = true
@@ -154,9 +154,9 @@ func normalizeServer(n *node, dialect Dialect, d *diags) *node {
 			out.set("transport", tr)
 		}
 	}
-	if dis := n.get("disabled"); dis != nil && dis.kind == KindBool {
-		en := &node{kind: KindBool, bool: !dis.bool, src: dis.src, off: dis.off, path: dis.path, bad: dis.bad}
-		if have := n.get("enabled"); have != nil && have.kind == KindBool && have.bool == dis.bool {
+	if dis := n.get("disabled"); dis != nil && dis.kind == kindBool {
+		en := &node{kind: kindBool, bool: !dis.bool, src: dis.src, off: dis.off, path: dis.path, bad: dis.bad}
+		if have := n.get("enabled"); have != nil && have.kind == kindBool && have.bool == dis.bool {
 			d.addAt(SeverityError, CodeDialectConflict, n, "enabled", "keep one of enabled and disabled",
 				"enabled: %t contradicts disabled: %t", have.bool, dis.bool)
 			out.errs = true
@@ -182,18 +182,18 @@ var (
 // is sent (see ExpandEnv).
 func rewriteRefs(n *node, dialect Dialect, d *diags) {
 	switch n.kind {
-	case KindObject:
+	case kindObject:
 		for i := range n.fields {
 			if k := n.fields[i].key; k == "title" || strings.HasPrefix(k, "x-") {
 				continue // text, or an extension voltmcp never reads
 			}
 			rewriteRefs(n.fields[i].value, dialect, d)
 		}
-	case KindArray:
+	case kindArray:
 		for _, it := range n.items {
 			rewriteRefs(it, dialect, d)
 		}
-	case KindString:
+	case kindString:
 		if !strings.Contains(n.str, "${") {
 			return
 		}

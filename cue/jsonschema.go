@@ -58,7 +58,7 @@ func (s *Schema) JSONSchema() ([]byte, error) {
 }
 
 func (s *Schema) defSettingsJSON() []byte {
-	n := &node{kind: KindObject}
+	n := &node{kind: kindObject}
 	n.set("settings", s.defSettings)
 	n.set("server", s.defServer)
 	return n.appendJSON(nil)

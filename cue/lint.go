@@ -13,16 +13,16 @@ import (
 func lintServer(ms *mergedServer, srv Server, d *diags) {
 	n := ms.node
 	lintSecrets(n, d)
-	if cmd := n.get("command"); cmd != nil && cmd.kind == KindString {
+	if cmd := n.get("command"); cmd != nil && cmd.kind == kindString {
 		lintCommand(n, cmd, d)
 	}
-	if u := n.get("url"); u != nil && u.kind == KindString {
+	if u := n.get("url"); u != nil && u.kind == kindString {
 		lintURL(n, u, srv, d)
 	}
 	lintFilters(n, d)
 	// A false enabled from another file than the definition's is a
 	// disable by a higher layer, which is easy to miss.
-	if en := n.get("enabled"); en != nil && en.kind == KindBool && !en.bool && en.src != nil &&
+	if en := n.get("enabled"); en != nil && en.kind == kindBool && !en.bool && en.src != nil &&
 		en.src.layer != LayerDefault && en.src != ms.def.src {
 		d.add(SeverityWarning, CodeDisabledAbove, en, "", "if that is intended, nothing to do; else remove the enabled: false",
 			"server %q, defined in %s (%s), is disabled here", ms.id, ms.def.status.Path, ms.def.status.Layer)
@@ -35,23 +35,23 @@ func lintSecrets(n *node, d *diags) {
 	const hint = "reference it as ${env:NAME} and set NAME in the environment voltmcp runs in"
 	for _, mapKey := range []string{"env", "headers"} {
 		m := n.get(mapKey)
-		if m == nil || m.kind != KindObject {
+		if m == nil || m.kind != kindObject {
 			continue
 		}
 		for _, f := range m.fields {
-			if f.value.kind == KindString && isLiteralSecret(f.key, f.value.str) {
+			if f.value.kind == kindString && isLiteralSecret(f.key, f.value.str) {
 				d.add(SeverityError, CodeLiteralSecret, f.value, "", hint, "%s %q holds a literal secret", strings.TrimSuffix(mapKey, "s"), f.key)
 			}
 		}
 	}
-	if a := n.get("auth"); a != nil && a.kind == KindObject {
+	if a := n.get("auth"); a != nil && a.kind == kindObject {
 		for _, k := range []string{"token", "clientSecret"} {
-			if v := a.get(k); v != nil && v.kind == KindString && literalPart(v.str) != "" {
+			if v := a.get(k); v != nil && v.kind == kindString && literalPart(v.str) != "" {
 				d.add(SeverityError, CodeLiteralSecret, v, "", hint, "auth.%s is a literal secret", k)
 			}
 		}
 	}
-	if args := n.get("args"); args != nil && args.kind == KindArray {
+	if args := n.get("args"); args != nil && args.kind == kindArray {
 		list := args.strs()
 		if len(list) == len(args.items) {
 			for i := range list {
@@ -61,7 +61,7 @@ func lintSecrets(n *node, d *diags) {
 			}
 		}
 	}
-	if u := n.get("url"); u != nil && u.kind == KindString && urlSecret(u.str) {
+	if u := n.get("url"); u != nil && u.kind == kindString && urlSecret(u.str) {
 		d.add(SeverityError, CodeLiteralSecret, u, "", "send it in a header that references ${env:NAME}", "the url holds a literal credential")
 	}
 }
@@ -209,7 +209,7 @@ func lintFilters(n *node, d *diags) {
 	}
 	for _, in := range inc.items {
 		for _, ex := range exc.items {
-			if in.kind != KindString || ex.kind != KindString {
+			if in.kind != kindString || ex.kind != kindString {
 				continue
 			}
 			if in.str == ex.str || (!hasWildcard(in.str) && globMatch(ex.str, in.str)) {

@@ -293,7 +293,7 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 			Message: fmt.Sprintf("key appears twice (first at line %d); readers disagree on which wins", ld.src.position(dup.first).Line),
 			Hint:    "keep one of them", Position: ld.src.position(dup.dup), Layer: st.Layer, Path: dup.path})
 	}
-	if doc.kind != KindObject {
+	if doc.kind != kindObject {
 		d.add(SeverityError, CodeNotObject, doc, "", "", "the top level must be an object, not %s", doc.kind)
 		st.Reason = "not an object"
 		return ld

@@ -11,13 +11,13 @@ import (
 // field, anything else (arrays included) replaces, and null removes the
 // field. Neither input is modified.
 func deepMerge(dst, src *node) *node {
-	if dst == nil || dst.kind != KindObject || src.kind != KindObject {
+	if dst == nil || dst.kind != kindObject || src.kind != kindObject {
 		return src.clone()
 	}
 	out := dst.clone()
 	out.src, out.off, out.path = src.src, src.off, src.path
 	for _, f := range src.fields {
-		if f.value.kind == KindNull {
+		if f.value.kind == kindNull {
 			out.del(f.key)
 			continue
 		}
@@ -33,12 +33,12 @@ func deepMerge(dst, src *node) *node {
 // mergeSettings merges the settings of the included layers over the
 // defaults.
 func mergeSettings(docs []*layerDoc, include func(Layer) bool, defaults *node) *node {
-	merged := &node{kind: KindObject}
+	merged := &node{kind: kindObject}
 	for _, ld := range docs {
 		if !ld.ok || !include(ld.status.Layer) {
 			continue
 		}
-		if s := ld.doc.get("settings"); s != nil && s.kind == KindObject {
+		if s := ld.doc.get("settings"); s != nil && s.kind == kindObject {
 			merged = deepMerge(merged, s)
 		}
 	}
@@ -82,7 +82,7 @@ func merge(docs []*layerDoc, include func(Layer) bool, o Options, d *diags) *Con
 			continue
 		}
 		list := ld.doc.get("servers")
-		if list == nil || list.kind != KindObject {
+		if list == nil || list.kind != kindObject {
 			continue
 		}
 		seen := map[string]string{}
@@ -132,13 +132,13 @@ func merge(docs []*layerDoc, include func(Layer) bool, o Options, d *diags) *Con
 func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f field, id string, d *diags) {
 	entry := f.value
 	prev := servers[id]
-	if entry.kind == KindNull {
+	if entry.kind == kindNull {
 		if prev != nil {
 			delete(servers, id)
 		}
 		return
 	}
-	if entry.kind != KindObject {
+	if entry.kind != kindObject {
 		return
 	}
 	hadErrors := entry.bad || entry.errs
@@ -179,7 +179,7 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 // includeTools leaves out.
 func adjustment(prev *mergedServer, entry *node, id string, d *diags) *node {
 	scope := prev.def.status.Layer.scope()
-	adj := &node{kind: KindObject, src: entry.src, off: entry.off, path: entry.path}
+	adj := &node{kind: kindObject, src: entry.src, off: entry.off, path: entry.path}
 	refuse := func(sev Severity, key, hint, format string, args ...any) {
 		d.addAt(sev, CodeCrossScopeField, entry, key, hint, format, args...)
 	}
@@ -190,15 +190,15 @@ func adjustment(prev *mergedServer, entry *node, id string, d *diags) *node {
 			refuse(SeverityError, af.key, "redefine the server with command or url, or set the field in the "+scope+" layer",
 				"%q cannot be added to server %q, which a %s layer defines, without redefining it", af.key, id, scope)
 			continue
-		case v.kind == KindNull:
+		case v.kind == kindNull:
 			refuse(SeverityError, af.key, "change it in the "+scope+" layer",
 				"%q of server %q comes from a %s layer and cannot be removed here", af.key, id, scope)
 			continue
-		case af.key == "enabled" && v.kind == KindBool && v.bool && have != nil && have.kind == KindBool && !have.bool:
+		case af.key == "enabled" && v.kind == kindBool && v.bool && have != nil && have.kind == kindBool && !have.bool:
 			refuse(SeverityWarning, af.key, "enable it in the "+scope+" layer",
 				"server %q is disabled by a %s layer; a project cannot enable it, so this is ignored", id, scope)
 			continue
-		case af.key == "excludeTools" && have != nil && have.kind == KindArray && v.kind == KindArray:
+		case af.key == "excludeTools" && have != nil && have.kind == kindArray && v.kind == kindArray:
 			union := have.clone()
 			union.src, union.off, union.path = v.src, v.off, v.path
 			for _, it := range v.items {
@@ -208,7 +208,7 @@ func adjustment(prev *mergedServer, entry *node, id string, d *diags) *node {
 			}
 			adj.fields = append(adj.fields, field{key: af.key, keyOff: af.keyOff, value: union})
 			continue
-		case af.key == "includeTools" && have != nil && len(have.items) > 0 && v.kind == KindArray:
+		case af.key == "includeTools" && have != nil && len(have.items) > 0 && v.kind == kindArray:
 			if wider := widens(have.strs(), v.strs()); wider != "" {
 				refuse(SeverityError, af.key, "list only tools the "+scope+" layer's includeTools allows",
 					"includeTools %q would let in tools the %s layer's includeTools keeps out", wider, scope)
@@ -222,7 +222,7 @@ func adjustment(prev *mergedServer, entry *node, id string, d *diags) *node {
 
 // authType returns the auth type a server entry sets, or "".
 func authType(n *node) string {
-	if t := n.get("auth").get("type"); t != nil && t.kind == KindString {
+	if t := n.get("auth").get("type"); t != nil && t.kind == kindString {
 		return t.str
 	}
 	return ""
@@ -293,10 +293,10 @@ func resolveServer(ms *mergedServer, settings, defaults *node, d *diags) Server 
 	if tr == nil {
 		switch {
 		case cmd != nil:
-			n.set("transport", &node{kind: KindString, str: TransportStdio})
+			n.set("transport", &node{kind: kindString, str: TransportStdio})
 		case url != nil:
 			auto = true
-			n.set("transport", &node{kind: KindString, str: TransportStreamableHTTP})
+			n.set("transport", &node{kind: kindString, str: TransportStreamableHTTP})
 		}
 	}
 	stdio := cmd != nil || (tr != nil && tr.str == TransportStdio)
@@ -341,7 +341,7 @@ func recordSources(out map[string]Origin, path string, n *node) {
 	if n == nil {
 		return
 	}
-	if n.kind == KindObject {
+	if n.kind == kindObject {
 		for _, f := range n.fields {
 			recordSources(out, childPath(path, f.key), f.value)
 		}
@@ -355,10 +355,4 @@ func recordSources(out map[string]Origin, path string, n *node) {
 		o.Position = n.pos()
 	}
 	out[path] = o
-}
-
-// serverPath is the display path of a server field in the effective
-// config.
-func serverPath(id, field string) string {
-	return childPath(childPath("servers", id), field)
 }

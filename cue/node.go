@@ -7,33 +7,33 @@ import (
 	"strings"
 )
 
-// Kind is the JSON type of a Node.
-type Kind uint8
+// jsonKind is the JSON type of a node.
+type jsonKind uint8
 
-// The JSON kinds a Node can hold.
+// The JSON kinds a node can hold.
 const (
-	KindNull Kind = iota
-	KindBool
-	KindNumber
-	KindString
-	KindObject
-	KindArray
+	kindNull jsonKind = iota
+	kindBool
+	kindNumber
+	kindString
+	kindObject
+	kindArray
 )
 
 // String returns the JSON name of the kind, as used in diagnostics.
-func (k Kind) String() string {
+func (k jsonKind) String() string {
 	switch k {
-	case KindNull:
+	case kindNull:
 		return "null"
-	case KindBool:
+	case kindBool:
 		return "boolean"
-	case KindNumber:
+	case kindNumber:
 		return "number"
-	case KindString:
+	case kindString:
 		return "string"
-	case KindObject:
+	case kindObject:
 		return "object"
-	case KindArray:
+	case kindArray:
 		return "array"
 	}
 	return "unknown"
@@ -43,11 +43,11 @@ func (k Kind) String() string {
 // from. The loader keeps the tree it parsed so that every diagnostic and
 // every merged value can name its file, line, column and field path.
 type node struct {
-	kind   Kind
-	str    string // KindString: the decoded string; KindNumber: the literal
+	kind   jsonKind
+	str    string // kindString: the decoded string; kindNumber: the literal
 	bool   bool
-	fields []field // KindObject, in file order
-	items  []*node // KindArray
+	fields []field // kindObject, in file order
+	items  []*node // kindArray
 
 	src  *source // the file the value came from; nil for synthesized values
 	off  int     // byte offset of the value's first byte
@@ -65,7 +65,7 @@ type field struct {
 
 // get returns the value of the named field, or nil.
 func (n *node) get(key string) *node {
-	if n == nil || n.kind != KindObject {
+	if n == nil || n.kind != kindObject {
 		return nil
 	}
 	for i := range n.fields {
@@ -125,12 +125,12 @@ func (n *node) clone() *node {
 
 // strs returns the string items of an array node.
 func (n *node) strs() []string {
-	if n == nil || n.kind != KindArray {
+	if n == nil || n.kind != kindArray {
 		return nil
 	}
 	out := make([]string, 0, len(n.items))
 	for _, it := range n.items {
-		if it.kind == KindString {
+		if it.kind == kindString {
 			out = append(out, it.str)
 		}
 	}
@@ -163,7 +163,7 @@ func (n *node) keyPos(key string) Position {
 func (n *node) prune() bool {
 	removed := false
 	switch n.kind {
-	case KindObject:
+	case kindObject:
 		kept := n.fields[:0]
 		for _, f := range n.fields {
 			if f.value.bad {
@@ -180,7 +180,7 @@ func (n *node) prune() bool {
 		}
 		n.fields = kept
 		n.errs = n.errs || removed
-	case KindArray:
+	case kindArray:
 		for _, it := range n.items {
 			if it.bad || it.prune() {
 				n.bad = true
@@ -194,15 +194,15 @@ func (n *node) prune() bool {
 // appendJSON writes n as compact JSON.
 func (n *node) appendJSON(b []byte) []byte {
 	switch n.kind {
-	case KindNull:
+	case kindNull:
 		return append(b, "null"...)
-	case KindBool:
+	case kindBool:
 		return strconv.AppendBool(b, n.bool)
-	case KindNumber:
+	case kindNumber:
 		return append(b, n.str...)
-	case KindString:
+	case kindString:
 		return appendQuoted(b, n.str)
-	case KindArray:
+	case kindArray:
 		b = append(b, '[')
 		for i, it := range n.items {
 			if i > 0 {

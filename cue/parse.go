@@ -146,23 +146,23 @@ func (p *parser) value(path string, depth int) (*node, error) {
 		return n, p.array(n, depth)
 	case c == '"':
 		s, err := p.string()
-		n.kind, n.str = KindString, s
+		n.kind, n.str = kindString, s
 		return n, err
 	case c == '-' || (c >= '0' && c <= '9'):
-		n.kind = KindNumber
+		n.kind = kindNumber
 		n.str, _ = p.number()
 		if n.str == "" {
 			return nil, p.errf("invalid number")
 		}
 		return n, nil
 	case c == 't':
-		n.kind, n.bool = KindBool, true
+		n.kind, n.bool = kindBool, true
 		return n, p.literal("true")
 	case c == 'f':
-		n.kind = KindBool
+		n.kind = kindBool
 		return n, p.literal("false")
 	case c == 'n':
-		n.kind = KindNull
+		n.kind = kindNull
 		return n, p.literal("null")
 	default:
 		return nil, p.errf("unexpected %s, want a value", p.describe())
@@ -178,7 +178,7 @@ func (p *parser) literal(word string) error {
 }
 
 func (p *parser) object(n *node, depth int) error {
-	n.kind = KindObject
+	n.kind = kindObject
 	n.fields = []field{}
 	p.i++ // {
 	p.ws()
@@ -234,7 +234,7 @@ func (p *parser) object(n *node, depth int) error {
 }
 
 func (p *parser) array(n *node, depth int) error {
-	n.kind = KindArray
+	n.kind = kindArray
 	n.items = []*node{}
 	p.i++ // [
 	p.ws()

@@ -155,11 +155,11 @@ func (s *Schema) validate(doc *node, dialect Dialect, d *diags) {
 func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) ast.Expr {
 	c.byOffset[n.off] = n
 	switch n.kind {
-	case KindObject:
+	case kindObject:
 		st := &ast.StructLit{Lbrace: c.pos(n.off), Rbrace: c.pos(n.off)}
 		var named []string // the def's field names, listed only when needed
 		for _, f := range n.fields {
-			if f.value.kind == KindNull {
+			if f.value.kind == kindNull {
 				continue // removes an inherited value; nothing to check
 			}
 			var child cuelang.Value
@@ -168,7 +168,7 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 				f.value.bad = true // reported as dialect-conflict
 				continue
 			case depth == 0 && (f.key == "servers" || f.key == "mcpServers"):
-				if f.value.kind == KindObject {
+				if f.value.kind == kindObject {
 					st.Elts = append(st.Elts, c.field(f, c.walkServers(f.value, dialect)))
 					continue
 				}
@@ -183,14 +183,14 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 				c.unknown(n, f, named, dialect)
 				continue
 			}
-			if f.key == "auth" && child.Exists() && f.value.kind == KindObject {
+			if f.key == "auth" && child.Exists() && f.value.kind == kindObject {
 				c.walkAuth(f.value, dialect)
 				continue
 			}
 			st.Elts = append(st.Elts, c.field(f, c.walk(f.value, child, dialect, depth+1)))
 		}
 		return st
-	case KindArray:
+	case kindArray:
 		elem := def.LookupPath(cuelang.MakePath(cuelang.AnyIndex))
 		l := &ast.ListLit{Lbrack: c.pos(n.off), Rbrack: c.pos(n.off)}
 		for _, it := range n.items {
@@ -205,10 +205,10 @@ func (c *checker) walkServers(n *node, dialect Dialect) ast.Expr {
 	st := &ast.StructLit{Lbrace: c.pos(n.off), Rbrace: c.pos(n.off)}
 	for _, f := range n.fields {
 		c.byOffset[f.value.off] = f.value
-		if f.value.kind == KindNull {
+		if f.value.kind == kindNull {
 			continue
 		}
-		if f.value.kind != KindObject {
+		if f.value.kind != kindObject {
 			f.value.bad = true
 			c.d.add(SeverityError, CodeInvalidType, f.value, "", "", "want a server object, got %s", f.value.kind)
 			continue
@@ -233,13 +233,13 @@ func (c *checker) walkAuth(n *node, dialect Dialect) {
 		return
 	}
 	def, ok := c.s.auth[t.str]
-	if t.kind != KindString || !ok {
+	if t.kind != kindString || !ok {
 		c.d.add(SeverityError, CodeInvalidValue, t, "", "", "invalid auth type%s: want one of %q, %q, %q, %q",
 			quoteIfSafe(t), "none", "bearer", "env", "oauth")
 		return
 	}
 	for _, name := range requiredNames(def) {
-		if v := n.get(name); v == nil || v.kind == KindNull {
+		if v := n.get(name); v == nil || v.kind == kindNull {
 			c.d.add(SeverityError, CodeMissingField, n, childPath(n.path, name), "", "auth type %q needs %q", t.str, name)
 		}
 	}
@@ -274,15 +274,15 @@ func (c *checker) pos(off int) token.Pos {
 
 func (c *checker) leaf(n *node) ast.Expr {
 	switch n.kind {
-	case KindNull:
+	case kindNull:
 		l := ast.NewNull()
 		l.ValuePos = c.pos(n.off)
 		return l
-	case KindBool:
+	case kindBool:
 		l := ast.NewBool(n.bool)
 		l.ValuePos = c.pos(n.off)
 		return l
-	case KindNumber:
+	case kindNumber:
 		lit := strings.TrimPrefix(n.str, "-")
 		kind := token.INT
 		if strings.ContainsAny(lit, ".eE") {
@@ -436,7 +436,7 @@ func schemaLiteral(lit string, n *node) bool {
 	if err != nil || looksSecret(v) || !plainWord.MatchString(v) {
 		return false
 	}
-	return n == nil || n.kind != KindString || v != n.str
+	return n == nil || n.kind != kindString || v != n.str
 }
 
 // schemaKinds extracts the schema's side of a "mismatched types A and B"
@@ -460,17 +460,17 @@ func schemaKinds(msg string, n *node) []string {
 	return out
 }
 
-func cueKind(k Kind) string {
+func cueKind(k jsonKind) string {
 	switch k {
-	case KindNull:
+	case kindNull:
 		return "null"
-	case KindBool:
+	case kindBool:
 		return "bool"
-	case KindString:
+	case kindString:
 		return "string"
-	case KindObject:
+	case kindObject:
 		return "struct"
-	case KindArray:
+	case kindArray:
 		return "list"
 	}
 	return "number"
@@ -517,11 +517,11 @@ func quoteIfSafe(n *node) string {
 		return ""
 	}
 	switch n.kind {
-	case KindNumber:
+	case kindNumber:
 		return " " + n.str
-	case KindBool:
+	case kindBool:
 		return fmt.Sprintf(" %t", n.bool)
-	case KindString:
+	case kindString:
 		if len(n.str) <= 32 && !looksSecret(n.str) && plainWord.MatchString(n.str) {
 			return fmt.Sprintf(" %q", n.str)
 		}

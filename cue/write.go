@@ -25,10 +25,10 @@ func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string
 	return updateFile(ctx, loc.Path(layer), layer, func(doc *node) error {
 		servers := doc.get("servers")
 		if servers == nil {
-			servers = &node{kind: KindObject, fields: []field{}}
+			servers = &node{kind: kindObject, fields: []field{}}
 			doc.set("servers", servers)
 		}
-		if servers.kind != KindObject {
+		if servers.kind != kindObject {
 			return errors.New("servers is not an object")
 		}
 		key := id
@@ -39,11 +39,11 @@ func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string
 			}
 		}
 		entry := servers.get(key)
-		if entry == nil || entry.kind != KindObject {
-			entry = &node{kind: KindObject, fields: []field{}}
+		if entry == nil || entry.kind != kindObject {
+			entry = &node{kind: kindObject, fields: []field{}}
 			servers.set(key, entry)
 		}
-		entry.set("enabled", &node{kind: KindBool, bool: enabled})
+		entry.set("enabled", &node{kind: kindBool, bool: enabled})
 		return nil
 	})
 }
@@ -60,7 +60,7 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 	var doc *node
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		doc = &node{kind: KindObject, fields: []field{{key: "version", value: &node{kind: KindNumber, str: "1"}}}}
+		doc = &node{kind: kindObject, fields: []field{{key: "version", value: &node{kind: kindNumber, str: "1"}}}}
 	case err != nil:
 		return fmt.Errorf("update %s: %w", path, pathlessError(err))
 	case len(data) > MaxFileSize:
@@ -79,7 +79,7 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 			}
 			return fmt.Errorf("update %s: not changed: %w", path, err)
 		}
-		if doc.kind != KindObject {
+		if doc.kind != kindObject {
 			return fmt.Errorf("update %s: not changed: the top level is not an object", path)
 		}
 		if d := detectDialect(doc); d != DialectVoltmcp {

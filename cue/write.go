@@ -89,12 +89,13 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 	if err := edit(doc); err != nil {
 		return fmt.Errorf("update %s: not changed: %w", path, err)
 	}
-	return writeAtomic(path, doc.indentJSON(), mode)
+	return WriteFileAtomic(path, doc.indentJSON(), mode)
 }
 
-// writeAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path, so a crash leaves the old file or the new one.
-func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+// WriteFileAtomic writes data to a temporary file beside path, syncs it
+// and renames it over path, so a reader or a crash sees the old file or
+// the new one, never a mix. Missing directories are created 0700.
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, pathlessError(err))

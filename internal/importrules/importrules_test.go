@@ -48,6 +48,7 @@ var allowedThirdParty = []string{
 	wazero,               // wasm plugins (wasm)
 	mcpSDK,               // the MCP protocol (engine)
 	"golang.org/x/...",   // extended standard library, already required indirectly
+	"go.uber.org/goleak", // goroutine leak checks in tests (engine)
 }
 
 // importRule is one rule of ARCHITECTURE.md ("Layout" and the import

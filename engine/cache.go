@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+// cacheFormat is the version of the metadata cache files. A file of
+// another version is ignored, as if absent.
+const cacheFormat = 1
+
+// maxCacheFile bounds a cache file read at start.
+const maxCacheFile = 64 << 20
+
+// Metadata is what voltmcp knows of a server without connecting to it:
+// the result of its last discovery, as stored in the cache.
+type Metadata struct {
+	Format int `json:"format"`
+	// Server is the server id; ConfigHash identifies the definition the
+	// metadata was fetched with (command, args, url, transport). Metadata
+	// of another definition is not used.
+	Server     string `json:"server"`
+	ConfigHash string `json:"configHash"`
+
+	Name            string          `json:"name,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	Version         string          `json:"version,omitempty"`
+	ProtocolVersion string          `json:"protocolVersion,omitempty"`
+	Transport       string          `json:"transport,omitempty"`
+	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
+
+	Tools             []Tool             `json:"tools"`
+	Resources         []Resource         `json:"resources,omitempty"`
+	ResourceTemplates []ResourceTemplate `json:"resourceTemplates,omitempty"`
+	Prompts           []Prompt           `json:"prompts,omitempty"`
+
+	// Hash is the sha256 of the tools' hashes, in order: one value that
+	// changes when any tool does.
+	Hash string `json:"hash"`
+	// Notes say what discovery cut short (a page limit, a repeated cursor).
+	Notes     []string  `json:"notes,omitempty"`
+	FetchedAt time.Time `json:"fetchedAt"`
+}
+
+// Tool is one tool of a server, as listed.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Hash is the sha256 of the tool's canonical name, title,
+	// description, schemas and annotations.
+	Hash string `json:"hash"`
+}
+
+// Resource is one resource of a server.
+type Resource struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+	Size        int64  `json:"size,omitempty"`
+}
+
+// ResourceTemplate is one resource template of a server.
+type ResourceTemplate struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// Prompt is one prompt of a server.
+type Prompt struct {
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// Stale reports whether the metadata is older than maxAge; a maxAge of 0
+// never goes stale.
+func (m *Metadata) Stale(maxAge time.Duration, now time.Time) bool {
+	return maxAge > 0 && now.Sub(m.FetchedAt) > maxAge
+}
+
+// configHash identifies the parts of a definition that decide which
+// server answers: metadata of one definition says nothing of another.
+// References are hashed as written, never resolved.
+func configHash(s cue.Server) string {
+	h := sha256.New()
+	transport := s.Transport
+	if !s.IsStdio() {
+		transport = "http"
+	}
+	for _, part := range append([]string{transport, s.Command, s.URL, s.Cwd}, s.Args...) {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// toolHash hashes a tool's canonical JSON: its fields in a fixed order,
+// schemas and annotations with sorted keys.
+func toolHash(t Tool) string {
+	canon := struct {
+		Name         string `json:"name"`
+		Title        string `json:"title"`
+		Description  string `json:"description"`
+		InputSchema  any    `json:"inputSchema"`
+		OutputSchema any    `json:"outputSchema"`
+		Annotations  any    `json:"annotations"`
+	}{t.Name, t.Title, t.Description, canonical(t.InputSchema), canonical(t.OutputSchema), canonical(t.Annotations)}
+	b, _ := json.Marshal(canon) // plain data; cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// canonical decodes JSON into plain values, which encoding/json writes
+// back with sorted object keys.
+func canonical(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// metadataHash combines the tool hashes.
+func metadataHash(tools []Tool) string {
+	h := sha256.New()
+	for _, t := range tools {
+		io.WriteString(h, t.Hash)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cacheStore reads and writes the per-server metadata files under
+// <agent-dir>/mcp/cache.
+type cacheStore struct{ dir string }
+
+func (c cacheStore) path(id string) string { return filepath.Join(c.dir, id+".json") }
+
+// load reads a server's metadata. A missing file is (nil, nil); a file
+// that is unreadable, corrupt, of another format or of another definition
+// is an error that says so, and the server starts cold.
+func (c cacheStore) load(srv cue.Server) (*Metadata, error) {
+	f, err := os.Open(c.path(srv.ID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metadata cache: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCacheFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("metadata cache: %w", err)
+	}
+	if len(data) > maxCacheFile {
+		return nil, fmt.Errorf("metadata cache: file over %d bytes ignored", maxCacheFile)
+	}
+	var m Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("metadata cache: corrupt file ignored: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	switch {
+	case m.Format != cacheFormat:
+		return nil, fmt.Errorf("metadata cache: format %d ignored (want %d)", m.Format, cacheFormat)
+	case m.Server != srv.ID || m.ConfigHash != configHash(srv):
+		return nil, errors.New("metadata cache: fetched for another definition of the server; ignored")
+	}
+	return &m, nil
+}
+
+// save writes a server's metadata atomically, 0600.
+func (c cacheStore) save(m *Metadata) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("metadata cache: %w", err)
+	}
+	if err := cue.WriteFileAtomic(c.path(m.Server), data, 0o600); err != nil {
+		return fmt.Errorf("metadata cache: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+// Package engine is voltmcp's runtime: one Engine per workspace owns the
+// config, a supervisor per configured MCP server, the metadata cache and
+// the event stream. Every surface (the CLI, `voltmcp serve`, RPC, a Go
+// program embedding voltmcp) calls the same Engine methods; none keeps
+// state of its own.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+// Options configure an Engine. The zero value of each field is usable and
+// documented.
+type Options struct {
+	// Home is the root of the user config layers. Zero: the user's home
+	// directory.
+	Home string
+	// Project is the root of the project config layers. Zero: the working
+	// directory.
+	Project string
+	// AgentDir holds voltmcp's state (the metadata cache). Zero:
+	// <Home>/.volt/agent.
+	AgentDir string
+	// Config, when set, is used as is instead of loading the layers under
+	// Home and Project; SetEnabled then fails, as there is nothing to
+	// persist to.
+	Config *cue.Config
+	// Surface, Approve, NoApprove and Trust are passed to cue.Load.
+	Surface   cue.Surface
+	Approve   bool
+	NoApprove bool
+	Trust     func(cue.TrustInput) cue.TrustDecision
+	// Logger receives diagnostics. Zero: discard.
+	Logger *slog.Logger
+	// LookupEnv reads the host environment, for ${env:NAME} references and
+	// envAllowlist. Zero: os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// StopGrace is how long a stdio server may take to exit after its stdin
+	// closes, and again after SIGTERM, before the next signal. Zero: 2 s.
+	StopGrace time.Duration
+	// HTTPTransport carries requests to HTTP servers. Zero: a clone of
+	// http.DefaultTransport.
+	HTTPTransport http.RoundTripper
+}
+
+// Engine runs the MCP servers of one workspace. Its methods are safe for
+// concurrent use.
+type Engine struct {
+	opts     Options
+	log      *slog.Logger
+	lookup   func(string) (string, bool)
+	grace    time.Duration
+	httpBase http.RoundTripper
+	version  string
+	cache    cacheStore
+	bus      bus
+	schema   *cue.Schema
+
+	mu      sync.Mutex
+	closed  bool
+	cfg     *cue.Config
+	load    *cue.Result // nil when Options.Config was given
+	servers map[string]*supervisor
+}
+
+// New builds the Engine for a workspace: it loads the config (unless
+// Options.Config is set), reads the metadata cache, and starts eager and
+// keep-alive servers in the background. No lazy server starts. The error
+// is for a failure to set up; problems in config files are in
+// Diagnostics. Close the Engine when done, even if New failed part way:
+// New closes what it started before returning an error.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	e := &Engine{opts: opts, log: opts.Logger, lookup: opts.LookupEnv, grace: opts.StopGrace, httpBase: opts.HTTPTransport}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.lookup == nil {
+		e.lookup = os.LookupEnv
+	}
+	if e.grace <= 0 {
+		e.grace = defaultGrace
+	}
+	if e.httpBase == nil {
+		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	e.version = "(devel)"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		e.version = info.Main.Version
+	}
+	if e.opts.Home == "" && e.opts.Config == nil {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("engine: find home directory: %w", err)
+		}
+		e.opts.Home = home
+	}
+	if e.opts.Project == "" {
+		e.opts.Project = "."
+	}
+	if e.opts.AgentDir == "" {
+		if e.opts.Home == "" {
+			return nil, errors.New("engine: set Options.AgentDir or Options.Home")
+		}
+		e.opts.AgentDir = filepath.Join(e.opts.Home, ".volt", "agent")
+	}
+	e.cache = cacheStore{dir: filepath.Join(e.opts.AgentDir, "mcp", "cache")}
+	cfg, res, err := e.loadConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.cfg, e.load = cfg, res
+	e.servers = map[string]*supervisor{}
+	for _, s := range cfg.Servers {
+		e.servers[s.ID] = newSupervisor(e, s)
+	}
+	e.startEager()
+	return e, nil
+}
+
+func (e *Engine) loadConfig(ctx context.Context) (*cue.Config, *cue.Result, error) {
+	if e.opts.Config != nil {
+		return e.opts.Config, nil, nil
+	}
+	if e.schema == nil {
+		s, err := cue.NewSchema()
+		if err != nil {
+			return nil, nil, fmt.Errorf("engine: %w", err)
+		}
+		e.schema = s
+	}
+	res, err := cue.Load(ctx, cue.Locations{Home: e.opts.Home, Project: e.opts.Project}, &cue.Options{
+		Schema: e.schema, Surface: e.opts.Surface, Approve: e.opts.Approve, NoApprove: e.opts.NoApprove, Trust: e.opts.Trust,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: load config: %w", err)
+	}
+	return res.Config, res, nil
+}
+
+// startEager connects eager and keep-alive servers in the background.
+func (e *Engine) startEager() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.servers {
+		if s.getStatus() == StatusDisabled || (s.cfg.Lifecycle != "eager" && s.cfg.Lifecycle != "keep-alive") {
+			continue
+		}
+		s.wg.Add(1)
+		go func(s *supervisor) {
+			defer s.wg.Done()
+			if _, err := s.ensure(s.ctx); err != nil && s.cfg.Lifecycle == "keep-alive" && s.ctx.Err() == nil {
+				s.reconnectLater()
+			}
+		}(s)
+	}
+}
+
+// Close stops every server the Engine started, with its process group,
+// and ends every event subscription. It is safe to call more than once.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	sups := make([]*supervisor, 0, len(e.servers))
+	for _, s := range e.servers {
+		sups = append(sups, s)
+	}
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range sups {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.close() }()
+	}
+	wg.Wait()
+	e.bus.closeAll()
+	return nil
+}
+
+// Config returns the effective config the Engine runs with.
+func (e *Engine) Config() *cue.Config {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfg
+}
+
+// Diagnostics returns the findings of the last config load: untrusted
+// project files, invalid servers, and the like.
+func (e *Engine) Diagnostics() cue.Diagnostics {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.load == nil {
+		return nil
+	}
+	return e.load.Diagnostics
+}
+
+// Subscribe returns a channel of events and a function that ends the
+// subscription. The channel holds buffer events (64 when buffer <= 0); a
+// subscriber that falls behind loses events rather than stalling the
+// engine. The channel closes when the subscription or the Engine ends.
+func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) {
+	s, cancel := e.bus.subscribe(buffer)
+	return s.ch, cancel
+}
+
+// ErrUnknownServer is returned for a server id that is not configured.
+var ErrUnknownServer = errors.New("unknown server")
+
+func (e *Engine) supervisor(id string) (*supervisor, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("engine is closed")
+	}
+	s, ok := e.servers[cue.NormalizeID(id)]
+	if !ok {
+		var ids []string
+		for k := range e.servers {
+			ids = append(ids, k)
+		}
+		sort.Strings(ids)
+		if near := cue.Closest(id, ids); near != "" {
+			return nil, fmt.Errorf("%w %q (did you mean %q?)", ErrUnknownServer, id, near)
+		}
+		return nil, fmt.Errorf("%w %q", ErrUnknownServer, id)
+	}
+	return s, nil
+}
+
+// Connect connects a server now, and lists and caches its metadata.
+func (e *Engine) Connect(ctx context.Context, id string) error {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return err
+	}
+	_, err = s.ensure(ctx)
+	return err
+}
+
+// Disconnect closes a server's session and stops its process. It starts
+// again on its next use.
+func (e *Engine) Disconnect(ctx context.Context, id string) error {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return err
+	}
+	if s.getStatus() == StatusDisabled {
+		return nil
+	}
+	s.disconnect(StatusDisconnected)
+	return nil
+}
+
+// Refresh lists a server's metadata again, connecting if needed.
+func (e *Engine) Refresh(ctx context.Context, id string) error {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return err
+	}
+	return s.refresh(ctx)
+}
+
+// Metadata returns what is known of a server's tools, resources and
+// prompts, from the cache or the last discovery, without connecting. It
+// is nil when the server was never discovered.
+func (e *Engine) Metadata(id string) (*Metadata, error) {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta, nil
+}
+
+// CallTool calls a tool of a server, connecting first if needed. A
+// tool's own failure is a result with IsError set; the error is for
+// failing to reach the server or the call timing out.
+func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+	s, err := e.supervisor(server)
+	if err != nil {
+		return nil, err
+	}
+	callID := fmt.Sprintf("call-%d", time.Now().UnixNano())
+	e.bus.publish(Event{Type: EventCallStart, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: "started"})
+	start := time.Now()
+	res, err := s.call(ctx, tool, args)
+	status := "completed"
+	switch {
+	case errors.Is(err, context.Canceled):
+		status = "cancelled"
+	case err != nil || (res != nil && res.IsError):
+		status = "failed"
+	}
+	e.bus.publish(Event{Type: EventCallEnd, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: status,
+		DurationMs: time.Since(start).Milliseconds()})
+	return res, err
+}
+
+// SetEnabled enables or disables a server and persists the choice as an
+// overlay in the voltmcp-owned file of the scope that defines the server
+// (<home>/.volt/agent/mcp.json or <project>/.volt/mcp.json), atomically.
+// A disabled server stops now; an enabled one becomes cold, or starts if
+// it is eager or keep-alive.
+func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return err
+	}
+	if e.opts.Config != nil {
+		return errors.New("set enabled: the engine runs a config given in Options.Config; there is no file to persist to")
+	}
+	layer := cue.LayerUser
+	if s.cfg.Layer.IsProject() {
+		layer = cue.LayerProject
+	}
+	loc := cue.Locations{Home: e.opts.Home, Project: e.opts.Project}
+	if err := cue.SetServerEnabled(ctx, loc, layer, s.cfg.ID, enabled); err != nil {
+		return err
+	}
+	return e.Reload(ctx)
+}
+
+// Reload reads the config again and brings the servers in line with it:
+// new servers are added, removed ones stopped, and a server whose
+// definition changed is stopped and replaced.
+func (e *Engine) Reload(ctx context.Context) error {
+	cfg, res, err := e.loadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return errors.New("engine is closed")
+	}
+	var stop []*supervisor
+	next := map[string]*supervisor{}
+	for _, c := range cfg.Servers {
+		old, ok := e.servers[c.ID]
+		if ok && sameDefinition(old.cfg, c) {
+			next[c.ID] = old
+			continue
+		}
+		if ok {
+			stop = append(stop, old)
+		}
+		next[c.ID] = newSupervisor(e, c)
+	}
+	for id, old := range e.servers {
+		if _, ok := next[id]; !ok {
+			stop = append(stop, old)
+		}
+	}
+	e.cfg, e.load, e.servers = cfg, res, next
+	e.mu.Unlock()
+	for _, s := range stop {
+		s.close()
+	}
+	e.startEager()
+	e.bus.publish(Event{Type: EventServersChanged})
+	return nil
+}
+
+// sameDefinition reports whether two definitions of a server are the
+// same in every field.
+func sameDefinition(a, b cue.Server) bool {
+	return reflect.DeepEqual(a, b)
+}

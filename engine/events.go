@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"sync"
+	"time"
+)
+
+// EventType names an engine event. The names are part of the wire
+// protocol of every surface (RPC, daemon, TUI).
+type EventType string
+
+// The event types.
+const (
+	EventServersChanged      EventType = "mcp_servers_changed"
+	EventServerStatusChanged EventType = "mcp_server_status_changed"
+	EventAuthRequest         EventType = "mcp_auth_request"
+	EventAuthUpdate          EventType = "mcp_auth_update"
+	EventCallStart           EventType = "mcp_call_start"
+	EventCallUpdate          EventType = "mcp_call_update"
+	EventCallEnd             EventType = "mcp_call_end"
+)
+
+// Event is one thing that happened in the engine. Fields that do not
+// apply to its Type are empty. Events never carry secrets: Error is
+// scrubbed of resolved environment values before it is set.
+type Event struct {
+	Type   EventType `json:"type"`
+	Time   time.Time `json:"time"`
+	Server string    `json:"server,omitempty"`
+	// Status and Previous are set on mcp_server_status_changed.
+	Status   Status `json:"status,omitempty"`
+	Previous Status `json:"previous,omitempty"`
+	// Error is the server's last error, when the new status is error.
+	Error string `json:"error,omitempty"`
+	// CallID, Tool, DurationMs and CallStatus are set on call events.
+	CallID     string `json:"callId,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	CallStatus string `json:"callStatus,omitempty"`
+	DurationMs int64  `json:"durationMs,omitempty"`
+}
+
+// bus fans events out to subscribers. A subscriber that does not keep up
+// loses events rather than slowing the engine; Dropped counts them.
+type bus struct {
+	mu   sync.Mutex
+	subs map[*subscription]struct{}
+}
+
+type subscription struct {
+	ch      chan Event
+	dropped int
+}
+
+func (b *bus) publish(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		select {
+		case s.ch <- ev:
+		default:
+			s.dropped++
+		}
+	}
+}
+
+func (b *bus) subscribe(buffer int) (*subscription, func()) {
+	if buffer <= 0 {
+		buffer = 64
+	}
+	s := &subscription{ch: make(chan Event, buffer)}
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = map[*subscription]struct{}{}
+	}
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	var once sync.Once
+	return s, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, s)
+			b.mu.Unlock()
+			close(s.ch)
+		})
+	}
+}
+
+// closeAll ends every subscription, when the engine closes.
+func (b *bus) closeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		delete(b.subs, s)
+		close(s.ch)
+	}
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+// headerTransport adds a server's configured headers and auth to every
+// request, resolving ${env:NAME} references at the moment the request is
+// sent, and records the status of the last POST (for the Streamable HTTP
+// to SSE fallback).
+type headerTransport struct {
+	base     http.RoundTripper
+	srv      cue.Server
+	lookup   func(string) (string, bool)
+	scrub    *scrubber
+	lastPOST atomic.Int32
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for name, raw := range t.srv.Headers {
+		v, err := cue.ExpandEnv(raw, t.lookup)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", name, err)
+		}
+		if cue.HasEnvRef(raw) {
+			t.scrub.add(v)
+		}
+		req.Header.Set(name, v)
+	}
+	if a := t.srv.Auth; a != nil {
+		switch a.Type {
+		case "bearer":
+			tok, err := cue.ExpandEnv(a.Token, t.lookup)
+			if err != nil {
+				return nil, fmt.Errorf("auth token: %w", err)
+			}
+			t.scrub.add(tok)
+			req.Header.Set("Authorization", "Bearer "+tok)
+		case "env":
+			tok, ok := t.lookup(a.Variable)
+			if !ok {
+				return nil, fmt.Errorf("auth: %w", &cue.MissingEnvError{Name: a.Variable})
+			}
+			t.scrub.add(tok)
+			header, scheme := "Authorization", "Bearer"
+			if a.Header != "" {
+				header = a.Header
+			}
+			if a.Scheme != nil {
+				scheme = *a.Scheme
+			}
+			if scheme != "" {
+				tok = scheme + " " + tok
+			}
+			req.Header.Set(header, tok)
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && req.Method == http.MethodPost {
+		t.lastPOST.Store(int32(resp.StatusCode))
+	}
+	return resp, err
+}
+
+// httpClient returns the client for one HTTP server. It refuses redirects
+// to another origin: a configured header (an API key, say) must not
+// follow the request to a host the user did not name.
+func httpClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("stopped after 5 redirects")
+			}
+			if o := via[0].URL; req.URL.Scheme != o.Scheme || req.URL.Host != o.Host {
+				return fmt.Errorf("refused a redirect to another origin (%s://%s)", req.URL.Scheme, req.URL.Host)
+			}
+			return nil
+		},
+	}
+}
+
+// resolveURL expands the references of a server's URL.
+func resolveURL(srv cue.Server, lookup func(string) (string, bool), scrub *scrubber) (string, error) {
+	u, err := cue.ExpandEnv(srv.URL, lookup)
+	if err != nil {
+		return "", fmt.Errorf("url: %w", err)
+	}
+	if cue.HasEnvRef(srv.URL) {
+		scrub.add(u)
+		if p, err := url.Parse(u); err == nil && p.RawQuery != "" {
+			scrub.add(p.RawQuery)
+		}
+	}
+	return u, nil
+}
+
+// notSupported reports whether a status answering the initialize POST
+// means "this endpoint does not speak Streamable HTTP", which is when the
+// MCP spec tells clients to try the older SSE transport.
+func notSupported(status int32) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
+}
+
+// connectHTTP connects to an HTTP server, falling back from Streamable
+// HTTP to SSE when the transport was not named and the server says it
+// does not speak Streamable HTTP. It returns the transport that worked.
+func connectHTTP(ctx context.Context, client *mcp.Client, srv cue.Server, endpoint string, ht *headerTransport, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, string, error) {
+	hc := httpClient(ht)
+	if srv.Transport == cue.TransportSSE && !srv.TransportAuto {
+		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+		return cs, cue.TransportSSE, err
+	}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, opts)
+	if err == nil || !srv.TransportAuto || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
+		return cs, cue.TransportStreamableHTTP, err
+	}
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+	if sseErr != nil {
+		return nil, cue.TransportSSE, fmt.Errorf("streamable HTTP: %v; SSE fallback: %w", err, sseErr)
+	}
+	return cs, cue.TransportSSE, nil
+}
+
+// defaultGrace is how long a stdio server gets to exit after stdin closes,
+// and again after SIGTERM.
+const defaultGrace = 2 * time.Second

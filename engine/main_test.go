@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/voltmcp/voltmcp/internal/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.RunIfChild()
+	goleak.VerifyTestMain(m)
+}
+
+// server is one entry of a test config.
+type server map[string]any
+
+// stdio returns a stdio server entry running the test server in mode.
+func stdio(mode string, extra server, extraEnv ...string) server {
+	cmd, args, env := mcptest.Command(mode, extraEnv...)
+	s := server{"command": cmd, "args": args, "env": env}
+	for k, v := range extra {
+		if k == "env" {
+			for ek, ev := range v.(map[string]string) {
+				env[ek] = ev
+			}
+			continue
+		}
+		s[k] = v
+	}
+	return s
+}
+
+// workspace writes a project config with the given servers and settings
+// and returns engine options for it.
+func workspace(t *testing.T, servers map[string]server, settings map[string]any) Options {
+	t.Helper()
+	root := t.TempDir()
+	doc := map[string]any{"version": 1, "servers": servers}
+	if settings != nil {
+		doc["settings"] = settings
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, ".volt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".volt", "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	return Options{Home: home, Project: root, Approve: true, StopGrace: 300 * time.Millisecond,
+		LookupEnv: func(k string) (string, bool) {
+			if k == "HOME" {
+				return home, true
+			}
+			return os.LookupEnv(k)
+		}}
+}
+
+// start builds an engine and closes it when the test ends.
+func start(t *testing.T, opts Options) *Engine {
+	t.Helper()
+	e, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		// Close stops every process it started: none may be left.
+		if kids := children(); len(kids) > 0 {
+			t.Errorf("child processes left after Close: %v", kids)
+		}
+	})
+	if d := e.Diagnostics(); d.HasErrors() {
+		t.Fatalf("config errors: %v", d)
+	}
+	return e
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitStatus waits until a server reaches the status.
+func waitStatus(t *testing.T, e *Engine, id string, want Status) ServerSummary {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := e.Server(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status == want {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s: status %s, want %s (last error %q)", id, s.Status, want, s.LastError)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: trust kill
+	}
+	// The state follows the command name in parentheses.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// readPID waits for a pid file and reads it.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitGone waits for processes to disappear.
+func waitGone(t *testing.T, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d survived", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// children lists the live child processes of this test process.
+func children() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	me := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+2:])
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(me) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

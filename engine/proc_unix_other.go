@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package engine
+
+import "syscall"
+
+// setParentDeathSignal has no equivalent outside Linux.
+func setParentDeathSignal(*syscall.SysProcAttr) {}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport starts a server as a child process and speaks MCP over
+// its stdin and stdout. Unlike the SDK's CommandTransport, it runs the
+// child in a process group of its own and stops the whole group, so a
+// server started through npx, uvx or a shell script leaves no grandchild
+// behind.
+type stdioTransport struct {
+	path    string   // the program, resolved
+	args    []string // its arguments
+	dir     string
+	env     []string
+	stderr  io.Writer // receives the child's stderr (a bounded ring)
+	grace   time.Duration
+	maxLine int
+
+	mu   sync.Mutex
+	proc *process // the running child, for Close and tests
+}
+
+// Connect starts the process.
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	cmd := exec.Command(t.path, t.args...)
+	cmd.Dir = t.dir
+	cmd.Env = t.env
+	cmd.Stderr = t.stderr
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", filepath.Base(t.path), err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, grace: t.grace, done: make(chan struct{})}
+	go p.wait()
+	t.mu.Lock()
+	t.proc = p
+	t.mu.Unlock()
+	conn, err := (&mcp.IOTransport{Reader: p.reader(), Writer: p, MaxLineLength: t.maxLine}).Connect(ctx)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// process is a running stdio server. Closing it runs the shutdown the
+// MCP spec describes: close stdin, wait, SIGTERM, wait, SIGKILL, sent to
+// the whole process group.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	grace  time.Duration
+
+	done     chan struct{} // closed when the child has exited
+	waitErr  error
+	once     sync.Once
+	closeErr error
+}
+
+func (p *process) wait() {
+	p.waitErr = p.cmd.Wait()
+	close(p.done)
+}
+
+// reader is the child's stdout. Closing it does nothing: the connection
+// closes by closing stdin (Close below), and the pipe closes when the
+// child exits.
+func (p *process) reader() io.ReadCloser { return io.NopCloser(p.stdout) }
+
+func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close stops the child and every process of its group.
+func (p *process) Close() error {
+	p.once.Do(func() { p.closeErr = p.stop() })
+	return p.closeErr
+}
+
+func (p *process) stop() error {
+	_ = p.stdin.Close()
+	pid := p.cmd.Process.Pid
+	exited := func(d time.Duration) bool {
+		select {
+		case <-p.done:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	if !exited(p.grace) {
+		_ = signalGroup(pid, sigTerm)
+		if !exited(p.grace) {
+			_ = signalGroup(pid, sigKill)
+			if !exited(5 * time.Second) {
+				return errors.New("process did not exit after SIGKILL")
+			}
+		}
+	}
+	// The leader is gone; a grandchild in its group may not be.
+	_ = signalGroup(pid, sigKill)
+	if p.waitErr != nil && !isSignalExit(p.waitErr) {
+		return nil // an exit status is the server's business, not a close error
+	}
+	return nil
+}
+
+// exited reports whether the child has exited, and how.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// resolveCommand finds the program of a stdio server. A bare name is
+// looked up in the child's PATH; a relative path resolves against the
+// server's working directory. No shell is involved.
+func resolveCommand(command, dir string, env []string) (string, error) {
+	if strings.ContainsRune(command, filepath.Separator) || strings.ContainsRune(command, '/') {
+		if !filepath.IsAbs(command) {
+			command = filepath.Join(dir, command)
+		}
+		return command, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue // never run a program from the working directory by accident
+		}
+		p := filepath.Join(d, command)
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q not found in PATH", command)
+}

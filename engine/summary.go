@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"sort"
+	"time"
+)
+
+// ServerSummary is what every surface shows of a server. It carries no
+// secret: env and header values, URLs' credentials and the command line
+// are not part of it.
+type ServerSummary struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"displayName"`
+	// SourceScope is "user" or "project"; SourceLabel names the layer and
+	// file whose definition is in effect.
+	SourceScope string    `json:"sourceScope"`
+	SourceLabel string    `json:"sourceLabel"`
+	Enabled     bool      `json:"enabled"`
+	Transport   string    `json:"transport"`
+	Lifecycle   string    `json:"lifecycle"`
+	Status      Status    `json:"status"`
+	ToolCounts  ToolCount `json:"toolCounts"`
+	Resources   int       `json:"resourceCount"`
+	Prompts     int       `json:"promptCount"`
+	// LastError is the reason of the last failure, scrubbed of secrets.
+	LastError       string     `json:"lastError,omitempty"`
+	LastConnectedAt *time.Time `json:"lastConnectedAt,omitempty"`
+	// MetadataFetchedAt is when the cached metadata was listed; Stale
+	// says it is older than metadataRefreshMs. CacheError says why a
+	// cache file was not used.
+	MetadataFetchedAt *time.Time `json:"metadataFetchedAt,omitempty"`
+	MetadataStale     bool       `json:"metadataStale,omitempty"`
+	MetadataNotes     []string   `json:"metadataNotes,omitempty"`
+	CacheError        string     `json:"cacheError,omitempty"`
+	// Stderr is the tail of what a stdio server wrote to stderr (at most
+	// 4 KiB, scrubbed); StderrBytes counts all it ever wrote.
+	Stderr       string         `json:"stderr,omitempty"`
+	StderrBytes  int64          `json:"stderrBytes,omitempty"`
+	Capabilities SummaryActions `json:"capabilities"`
+}
+
+// ToolCount counts a server's tools: those in the cache, and those of
+// the live session when connected.
+type ToolCount struct {
+	Cached int `json:"cached"`
+}
+
+// SummaryActions says which management actions apply to a server now.
+type SummaryActions struct {
+	CanEnable         bool `json:"canEnable"`
+	CanConnect        bool `json:"canConnect"`
+	CanDisconnect     bool `json:"canDisconnect"`
+	CanRefresh        bool `json:"canRefresh"`
+	CanPersistChanges bool `json:"canPersistChanges"`
+}
+
+// Servers summarizes every configured server, sorted by id.
+func (e *Engine) Servers() []ServerSummary {
+	e.mu.Lock()
+	sups := make([]*supervisor, 0, len(e.servers))
+	for _, s := range e.servers {
+		sups = append(sups, s)
+	}
+	persist := e.opts.Config == nil
+	e.mu.Unlock()
+	sort.Slice(sups, func(i, j int) bool { return sups[i].cfg.ID < sups[j].cfg.ID })
+	out := make([]ServerSummary, 0, len(sups))
+	for _, s := range sups {
+		out = append(out, s.summary(persist))
+	}
+	return out
+}
+
+// Server summarizes one server.
+func (e *Engine) Server(id string) (ServerSummary, error) {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return ServerSummary{}, err
+	}
+	return s.summary(e.opts.Config == nil), nil
+}
+
+func (s *supervisor) summary(persist bool) ServerSummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cfg
+	sum := ServerSummary{
+		ID: c.ID, DisplayName: c.Title, SourceScope: "user", SourceLabel: string(c.Layer) + " " + c.File,
+		Enabled: c.Enabled, Transport: c.Transport, Lifecycle: c.Lifecycle, Status: s.status,
+		LastError: s.lastErr, CacheError: s.cacheErr, StderrBytes: s.stderr.Total(),
+	}
+	if sum.DisplayName == "" {
+		sum.DisplayName = c.ID
+	}
+	if c.Layer.IsProject() {
+		sum.SourceScope = "project"
+	}
+	if s.transport != "" {
+		sum.Transport = s.transport
+	} else if c.TransportAuto {
+		sum.Transport = "auto"
+	}
+	if !s.lastConnectedAt.IsZero() {
+		t := s.lastConnectedAt.UTC()
+		sum.LastConnectedAt = &t
+	}
+	if m := s.meta; m != nil {
+		sum.ToolCounts.Cached, sum.Resources, sum.Prompts = len(m.Tools), len(m.Resources), len(m.Prompts)
+		t := m.FetchedAt
+		sum.MetadataFetchedAt = &t
+		sum.MetadataStale = m.Stale(ms(c.MetadataRefreshMs), time.Now())
+		sum.MetadataNotes = m.Notes
+	}
+	if tail := s.stderr.Bytes(); len(tail) > 0 {
+		if len(tail) > stderrShow {
+			tail = tail[len(tail)-stderrShow:]
+		}
+		sum.Stderr = s.scrub.text(string(tail))
+	}
+	active := s.status == StatusReady || s.status == StatusConnected || s.status == StatusDiscovering
+	usable := s.status != StatusDisabled && s.status != StatusUntrusted
+	sum.Capabilities = SummaryActions{
+		CanEnable: !c.Invalid && persist, CanConnect: usable && !active, CanDisconnect: active,
+		CanRefresh: usable, CanPersistChanges: persist,
+	}
+	return sum
+}

@@ -1,0 +1,641 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+// Discovery bounds: a server that pages forever is cut off.
+const (
+	maxPages      = 100
+	stderrKeep    = 64 << 10 // bytes of stderr kept per server
+	stderrShow    = 4 << 10  // bytes of it shown in a summary
+	maxBackoff    = time.Minute
+	stableAfter   = time.Minute // a connection this old resets the backoff
+	maxLineLength = 16 << 20    // largest JSON-RPC message from a stdio server
+)
+
+// supervisor runs one server: it connects on demand or at start, lists
+// and caches its metadata, reconnects a keep-alive server after a crash,
+// disconnects an idle one, and stops it with its whole process group.
+type supervisor struct {
+	e   *Engine
+	cfg cue.Server
+	log *slog.Logger
+
+	ctx    context.Context // ends when the supervisor closes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background work: watchers, refreshes, reconnects
+
+	mu              sync.Mutex
+	status          Status
+	lastErr         string
+	lastConnectedAt time.Time
+	session         *mcp.ClientSession
+	transport       string // the transport in use
+	gen             uint64 // bumps with each session; callbacks of old ones are ignored
+	connecting      chan struct{}
+	meta            *Metadata
+	cacheErr        string
+	inflight        int
+	idle            *time.Timer
+	attempts        int // connection failures in a row, for the backoff
+	refreshing      bool
+	stderr          *ring
+	scrub           scrubber
+}
+
+func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &supervisor{e: e, cfg: cfg, ctx: ctx, cancel: cancel, stderr: newRing(stderrKeep),
+		log: e.log.With("server", cfg.ID), status: StatusCold}
+	if !cfg.Enabled {
+		s.status = StatusDisabled
+	}
+	meta, err := e.cache.load(cfg)
+	s.meta = meta
+	if err != nil {
+		s.cacheErr = err.Error()
+		s.log.Warn("metadata cache", "err", err)
+	}
+	return s
+}
+
+// setStatus moves to a new status if the move is legal, and publishes it.
+func (s *supervisor) setStatus(to Status, errText string) {
+	s.mu.Lock()
+	from := s.status
+	if from == to {
+		s.mu.Unlock()
+		return
+	}
+	if !canMove(from, to) {
+		s.mu.Unlock()
+		s.log.Error("refused status change", "err", &transitionError{s.cfg.ID, from, to})
+		return
+	}
+	s.status = to
+	if to == StatusError {
+		s.lastErr = errText
+	}
+	if to == StatusReady {
+		s.lastConnectedAt = time.Now()
+	}
+	s.mu.Unlock()
+	s.e.bus.publish(Event{Type: EventServerStatusChanged, Server: s.cfg.ID, Status: to, Previous: from, Error: errText})
+}
+
+func (s *supervisor) getStatus() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// fail records an error: the status becomes error with the scrubbed text.
+func (s *supervisor) fail(err error) error {
+	err = s.scrub.err(err)
+	s.setStatus(StatusError, err.Error())
+	return err
+}
+
+// ensure returns a ready session, connecting first if needed. Concurrent
+// callers share one connection attempt.
+func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		s.mu.Lock()
+		switch s.status {
+		case StatusDisabled:
+			s.mu.Unlock()
+			if s.cfg.Invalid {
+				return nil, fmt.Errorf("server %s is disabled: its config has errors (run voltmcp vet)", s.cfg.ID)
+			}
+			return nil, fmt.Errorf("server %s is disabled", s.cfg.ID)
+		case StatusReady, StatusDiscovering:
+			if s.session != nil {
+				cs := s.session
+				s.mu.Unlock()
+				return cs, nil
+			}
+		}
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("server %s: engine closed", s.cfg.ID)
+		}
+		if ch := s.connecting; ch != nil {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		s.connecting = ch
+		s.mu.Unlock()
+		err := s.connect(ctx)
+		s.mu.Lock()
+		s.connecting = nil
+		s.mu.Unlock()
+		close(ch)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// connect opens a session and discovers the server's metadata.
+func (s *supervisor) connect(ctx context.Context) error {
+	st := s.getStatus()
+	if st == StatusError || st == StatusCold || st == StatusDisconnected || st == StatusNeedsAuth {
+		s.setStatus(StatusConnecting, "")
+	}
+	if s.getStatus() != StatusConnecting {
+		return fmt.Errorf("server %s: cannot connect while %s", s.cfg.ID, s.getStatus())
+	}
+	cctx, cancel := context.WithTimeout(ctx, ms(s.cfg.ConnectTimeoutMs))
+	defer cancel()
+	cs, transport, err := s.open(cctx)
+	if err != nil {
+		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = fmt.Errorf("connect timed out after %s", ms(s.cfg.ConnectTimeoutMs))
+		}
+		s.noteFailure()
+		return s.fail(s.withStderr(err))
+	}
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.session, s.transport = cs, transport
+	s.mu.Unlock()
+	s.setStatus(StatusConnected, "")
+	s.wg.Add(1)
+	go s.watch(cs, gen)
+	if err := s.discover(ctx, cs); err != nil {
+		s.closeSession(gen)
+		return err
+	}
+	s.touch()
+	return nil
+}
+
+// open starts the transport and initializes the session.
+func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "voltmcp", Version: s.e.version}, &mcp.ClientOptions{
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.refreshAsync("prompts/list_changed") },
+	})
+	if s.cfg.IsStdio() {
+		t, err := s.stdioTransport()
+		if err != nil {
+			return nil, "", err
+		}
+		cs, err := client.Connect(ctx, t, nil)
+		return cs, cue.TransportStdio, err
+	}
+	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
+	if err != nil {
+		return nil, "", err
+	}
+	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub}
+	return connectHTTP(ctx, client, s.cfg, endpoint, ht, nil)
+}
+
+// stdioTransport prepares the child process of a stdio server.
+func (s *supervisor) stdioTransport() (*stdioTransport, error) {
+	env, secrets, err := childEnv(s.cfg, s.e.lookup)
+	if err != nil {
+		return nil, err
+	}
+	s.scrub.add(secrets...)
+	args := make([]string, len(s.cfg.Args))
+	for i, a := range s.cfg.Args {
+		if args[i], err = cue.ExpandEnv(a, s.e.lookup); err != nil {
+			return nil, fmt.Errorf("args[%d]: %w", i, err)
+		}
+		if cue.HasEnvRef(a) {
+			s.scrub.add(args[i])
+		}
+	}
+	cwd, err := cue.ExpandEnv(s.cfg.Cwd, s.e.lookup)
+	if err != nil {
+		return nil, fmt.Errorf("cwd: %w", err)
+	}
+	dir := s.cfg.WorkDir(cwd)
+	command, err := cue.ExpandEnv(s.cfg.Command, s.e.lookup)
+	if err != nil {
+		return nil, fmt.Errorf("command: %w", err)
+	}
+	path, err := resolveCommand(command, dir, env)
+	if err != nil {
+		return nil, err
+	}
+	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
+		grace: s.e.grace, maxLine: maxLineLength}, nil
+}
+
+// discover lists the server's tools, resources, resource templates and
+// prompts, following cursors within bounds, and caches the result.
+func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error {
+	s.setStatus(StatusDiscovering, "")
+	dctx, cancel := context.WithTimeout(ctx, ms(s.cfg.DiscoveryTimeoutMs))
+	defer cancel()
+	m, err := s.list(dctx, cs)
+	if err != nil {
+		if dctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = fmt.Errorf("discovery timed out after %s", ms(s.cfg.DiscoveryTimeoutMs))
+		}
+		return s.fail(fmt.Errorf("discover: %w", err))
+	}
+	if err := s.e.cache.save(m); err != nil {
+		s.log.Warn("metadata cache", "err", err)
+	}
+	s.mu.Lock()
+	s.meta, s.cacheErr = m, ""
+	s.mu.Unlock()
+	s.setStatus(StatusReady, "")
+	s.e.bus.publish(Event{Type: EventServersChanged, Server: s.cfg.ID})
+	return nil
+}
+
+func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata, error) {
+	init := cs.InitializeResult()
+	m := &Metadata{Format: cacheFormat, Server: s.cfg.ID, ConfigHash: configHash(s.cfg), FetchedAt: time.Now().UTC(), Tools: []Tool{}}
+	s.mu.Lock()
+	m.Transport = s.transport
+	s.mu.Unlock()
+	var caps *mcp.ServerCapabilities
+	if init != nil {
+		caps = init.Capabilities
+		m.ProtocolVersion = init.ProtocolVersion
+		if init.ServerInfo != nil {
+			m.Name, m.Title, m.Version = init.ServerInfo.Name, init.ServerInfo.Title, init.ServerInfo.Version
+		}
+		m.Capabilities, _ = json.Marshal(caps)
+	}
+	if caps == nil || caps.Tools != nil {
+		err := pages(ctx, "tools", &m.Notes, func(cursor string) (string, error) {
+			r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				return "", err
+			}
+			for _, t := range r.Tools {
+				if t == nil {
+					continue
+				}
+				m.Tools = append(m.Tools, toolOf(t))
+			}
+			return r.NextCursor, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if caps != nil && caps.Resources != nil {
+		err := pages(ctx, "resources", &m.Notes, func(cursor string) (string, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return "", err
+			}
+			for _, x := range r.Resources {
+				if x != nil {
+					m.Resources = append(m.Resources, Resource{URI: x.URI, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType, Size: x.Size})
+				}
+			}
+			return r.NextCursor, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		err = pages(ctx, "resource templates", &m.Notes, func(cursor string) (string, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return "", err
+			}
+			for _, x := range r.ResourceTemplates {
+				if x != nil {
+					m.ResourceTemplates = append(m.ResourceTemplates, ResourceTemplate{URITemplate: x.URITemplate, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType})
+				}
+			}
+			return r.NextCursor, nil
+		})
+		if err != nil {
+			m.Notes = append(m.Notes, "resource templates: "+s.scrub.text(err.Error()))
+		}
+	}
+	if caps != nil && caps.Prompts != nil {
+		err := pages(ctx, "prompts", &m.Notes, func(cursor string) (string, error) {
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return "", err
+			}
+			for _, x := range r.Prompts {
+				if x == nil {
+					continue
+				}
+				p := Prompt{Name: x.Name, Title: x.Title, Description: x.Description}
+				for _, a := range x.Arguments {
+					if a != nil {
+						p.Arguments = append(p.Arguments, PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+					}
+				}
+				m.Prompts = append(m.Prompts, p)
+			}
+			return r.NextCursor, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	m.Hash = metadataHash(m.Tools)
+	return m, nil
+}
+
+// pages calls page with each cursor until there is none, at most
+// maxPages times, and stops early at a cursor it has seen before.
+func pages(ctx context.Context, what string, notes *[]string, page func(cursor string) (string, error)) error {
+	seen := map[string]bool{}
+	cursor := ""
+	for i := 0; ; i++ {
+		if i == maxPages {
+			*notes = append(*notes, fmt.Sprintf("%s: stopped after %d pages", what, maxPages))
+			return nil
+		}
+		next, err := page(cursor)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", what, err)
+		}
+		if next == "" {
+			return nil
+		}
+		if seen[next] {
+			*notes = append(*notes, fmt.Sprintf("%s: the server repeated a cursor; stopped after %d pages", what, i+1))
+			return nil
+		}
+		seen[next] = true
+		cursor = next
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+func toolOf(t *mcp.Tool) Tool {
+	out := Tool{Name: t.Name, Title: t.Title, Description: t.Description}
+	if t.InputSchema != nil {
+		out.InputSchema, _ = json.Marshal(t.InputSchema)
+	}
+	if t.OutputSchema != nil {
+		out.OutputSchema, _ = json.Marshal(t.OutputSchema)
+	}
+	if t.Annotations != nil {
+		out.Annotations, _ = json.Marshal(t.Annotations)
+	}
+	out.Hash = toolHash(out)
+	return out
+}
+
+// watch waits for a session to end. An end the supervisor did not ask for
+// is a crash: the status becomes error, and a keep-alive server is
+// reconnected after a backoff.
+func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
+	defer s.wg.Done()
+	_ = cs.Wait()
+	// Close even a session the server ended: it releases what the SDK
+	// holds for it (the subscription stream, the process).
+	_ = cs.Close()
+	s.mu.Lock()
+	current := s.gen == gen && s.session == cs
+	if current {
+		s.session = nil
+	}
+	status := s.status
+	s.mu.Unlock()
+	if !current || status == StatusDisconnecting || s.ctx.Err() != nil {
+		return
+	}
+	s.noteFailure()
+	_ = s.fail(s.withStderr(errors.New("the server closed the connection")))
+	if s.cfg.Lifecycle == "keep-alive" {
+		s.reconnectLater()
+	}
+}
+
+// noteFailure counts a failure for the backoff, forgetting old ones once
+// a connection has been stable.
+func (s *supervisor) noteFailure() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lastConnectedAt.IsZero() && time.Since(s.lastConnectedAt) > stableAfter {
+		s.attempts = 0
+	}
+	s.attempts++
+}
+
+// backoff is the wait before reconnect attempt n: 0.5 s doubling, capped.
+func backoff(n int) time.Duration {
+	d := 500 * time.Millisecond
+	for i := 1; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// reconnectLater reconnects a keep-alive server after the backoff, and
+// keeps trying until it succeeds or the supervisor closes.
+func (s *supervisor) reconnectLater() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			s.mu.Lock()
+			wait := backoff(s.attempts)
+			s.mu.Unlock()
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			if st := s.getStatus(); st != StatusError {
+				return // someone else connected, disconnected or disabled it
+			}
+			if _, err := s.ensure(s.ctx); err == nil || s.ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+}
+
+// refreshAsync refreshes the metadata in the background, once at a time,
+// when the server says a list changed.
+func (s *supervisor) refreshAsync(why string) {
+	s.mu.Lock()
+	if s.refreshing || s.session == nil || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.refreshing = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer func() { s.mu.Lock(); s.refreshing = false; s.mu.Unlock() }()
+		s.log.Debug("refreshing metadata", "why", why)
+		ctx, cancel := context.WithTimeout(s.ctx, ms(s.cfg.DiscoveryTimeoutMs))
+		defer cancel()
+		_ = s.refresh(ctx)
+	}()
+}
+
+// refresh lists the metadata again on the current session, connecting
+// first if needed.
+func (s *supervisor) refresh(ctx context.Context) error {
+	cs, err := s.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	if s.getStatus() != StatusReady {
+		return nil // a discovery is already running
+	}
+	return s.discover(ctx, cs)
+}
+
+// call runs one tool call on the server.
+func (s *supervisor) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+	s.mu.Lock()
+	s.inflight++
+	s.stopIdleLocked()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+		s.touch()
+	}()
+	cs, err := s.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, ms(s.cfg.CallTimeoutMs))
+	defer cancel()
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = fmt.Errorf("call %s timed out after %s", tool, ms(s.cfg.CallTimeoutMs))
+		}
+		return nil, s.scrub.err(err)
+	}
+	return res, nil
+}
+
+// touch restarts the idle timer after use.
+func (s *supervisor) touch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopIdleLocked()
+	if s.cfg.IdleTimeoutMs <= 0 || s.cfg.Lifecycle == "keep-alive" || s.inflight > 0 || s.session == nil {
+		return
+	}
+	gen := s.gen
+	s.idle = time.AfterFunc(ms(s.cfg.IdleTimeoutMs), func() { s.idleFired(gen) })
+}
+
+func (s *supervisor) stopIdleLocked() {
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+}
+
+// idleFired disconnects an idle server unless a call began meanwhile.
+func (s *supervisor) idleFired(gen uint64) {
+	s.mu.Lock()
+	busy := s.inflight > 0 || s.gen != gen || s.session == nil || s.status != StatusReady
+	s.mu.Unlock()
+	if busy {
+		return
+	}
+	s.log.Debug("idle; disconnecting")
+	s.disconnect(StatusCold)
+}
+
+// disconnect closes the session and stops the process; the status ends
+// as final (cold after idling, disconnected on request, disabled).
+func (s *supervisor) disconnect(final Status) {
+	s.mu.Lock()
+	s.stopIdleLocked()
+	cs := s.session
+	s.session = nil
+	s.gen++
+	s.mu.Unlock()
+	if cs != nil {
+		s.setStatus(StatusDisconnecting, "")
+		if err := cs.Close(); err != nil {
+			s.log.Debug("close session", "err", s.scrub.err(err))
+		}
+	}
+	st := s.getStatus()
+	switch {
+	case st == final:
+	case canMove(st, final):
+		s.setStatus(final, "")
+	case final == StatusDisabled && canMove(st, StatusDisconnecting):
+		s.setStatus(StatusDisconnecting, "")
+		s.setStatus(final, "")
+	}
+}
+
+// closeSession ends a session after a failed discovery; the status stays
+// error.
+func (s *supervisor) closeSession(gen uint64) {
+	s.mu.Lock()
+	cs := s.session
+	if s.gen == gen {
+		s.session = nil
+		s.gen++
+	}
+	s.mu.Unlock()
+	if cs != nil {
+		_ = cs.Close()
+	}
+}
+
+// close stops everything the supervisor started.
+func (s *supervisor) close() {
+	s.cancel()
+	s.disconnect(StatusDisconnected)
+	s.wg.Wait()
+}
+
+// withStderr adds the last line the server wrote to stderr to an error,
+// which is usually the reason it failed.
+func (s *supervisor) withStderr(err error) error {
+	if line := lastLine(s.stderr.Bytes()); line != "" {
+		return fmt.Errorf("%w (stderr: %s)", err, line)
+	}
+	return err
+}
+
+func lastLine(b []byte) string {
+	text := strings.TrimRight(string(b), "\r\n\t ")
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	if len(text) > 300 {
+		text = text[len(text)-300:]
+	}
+	return strings.ToValidUTF8(text, "?")
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

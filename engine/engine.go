@@ -57,6 +57,10 @@ type Options struct {
 	// HTTPTransport carries requests to HTTP servers. Zero: a clone of
 	// http.DefaultTransport.
 	HTTPTransport http.RoundTripper
+	// Passive leaves eager and keep-alive servers cold at New: for one-shot
+	// commands that inspect or manage servers without running them all.
+	// Zero: they start in the background.
+	Passive bool
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for
@@ -129,7 +133,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, s := range cfg.Servers {
 		e.servers[s.ID] = newSupervisor(e, s)
 	}
-	e.startEager()
+	if !opts.Passive {
+		e.startEager()
+	}
 	return e, nil
 }
 
@@ -376,7 +382,9 @@ func (e *Engine) Reload(ctx context.Context) error {
 	for _, s := range stop {
 		s.close()
 	}
-	e.startEager()
+	if !e.opts.Passive {
+		e.startEager()
+	}
 	e.bus.publish(Event{Type: EventServersChanged})
 	return nil
 }

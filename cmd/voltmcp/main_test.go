@@ -100,7 +100,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers refresh enable disable"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -136,6 +136,10 @@ func TestCommandHelp(t *testing.T) {
 		"config":  {"json"},
 		"schema":  {"cue"},
 		"version": nil,
+		"servers": {"json"},
+		"refresh": nil,
+		"enable":  nil,
+		"disable": nil,
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

@@ -105,7 +105,8 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{vetCommand(), configCommand(), schemaCommand(), versionCommand()}
+	return []*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
+		serversCommand(), refreshCommand(), enableCommand(), disableCommand()}
 }
 
 const globalUsage = `voltmcp is an MCP gateway: one MCP server in front of all of yours.

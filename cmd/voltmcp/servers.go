@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine"
+)
+
+// openEngine builds a passive Engine for one CLI command: it loads the
+// config and the metadata cache but starts no server by itself.
+func openEngine(ctx context.Context, e *env) (*engine.Engine, error) {
+	eng, err := engine.New(ctx, engine.Options{
+		Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir,
+		Surface: cue.SurfaceInteractive, Approve: e.g.approve, NoApprove: e.g.noApprove,
+		LookupEnv: func(k string) (string, bool) {
+			v := e.getenv(k)
+			return v, v != ""
+		},
+		Passive: true,
+	})
+	if err != nil {
+		return nil, failuref("%w", err)
+	}
+	return eng, nil
+}
+
+func serversCommand() *command {
+	var asJSON bool
+	c := &command{
+		name:    "servers",
+		summary: "list the configured MCP servers, their status and cached tools",
+		usage: `Usage: voltmcp servers [--json]
+
+Lists every server of the effective config with its status, transport,
+lifecycle, the number of tools in the metadata cache, and the layer that
+defines it. It starts nothing: a server never connected shows as cold, with
+the tools its last discovery cached (see 'voltmcp refresh').
+
+Examples:
+  voltmcp servers
+  voltmcp servers --json --approve | jq '.[] | select(.status == "error")'`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print JSON")
+		},
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("servers takes no arguments")
+		}
+		eng, err := openEngine(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		list := eng.Servers()
+		if asJSON {
+			return writeJSONValue(e.stdout, list)
+		}
+		return writeServerTable(e.stdout, list)
+	}
+	return c
+}
+
+func writeJSONValue(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func writeServerTable(w io.Writer, list []engine.ServerSummary) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATUS\tTRANSPORT\tLIFECYCLE\tTOOLS\tSOURCE")
+	for _, s := range list {
+		tools := fmt.Sprint(s.ToolCounts.Cached)
+		if s.MetadataFetchedAt == nil {
+			tools = "-"
+		} else if s.MetadataStale {
+			tools += " (stale)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Transport, s.Lifecycle, tools, s.SourceLabel)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(tw, "(no servers configured)")
+	}
+	return tw.Flush()
+}
+
+// serverAction builds the commands that act on one server.
+func serverAction(name, summary, usage string, act func(ctx context.Context, eng *engine.Engine, id string) error) *command {
+	c := &command{name: name, summary: summary, usage: usage}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("%s takes one server id", name)
+		}
+		eng, err := openEngine(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		if err := act(ctx, eng, args[0]); err != nil {
+			if strings.Contains(err.Error(), "unknown server") {
+				return usageErrorf("%w", err)
+			}
+			return failuref("%w", err)
+		}
+		s, err := eng.Server(args[0])
+		if err != nil {
+			return failuref("%w", err)
+		}
+		return writeServerTable(e.stdout, []engine.ServerSummary{s})
+	}
+	return c
+}
+
+func refreshCommand() *command {
+	return serverAction("refresh", "connect a server, list its tools and update the cache",
+		`Usage: voltmcp refresh SERVER
+
+Connects the server (starting its process for a stdio server), lists its
+tools, resources and prompts, writes them to the metadata cache, and
+disconnects. Later commands and 'voltmcp serve' then know its tools without
+starting it.
+
+Example:
+  voltmcp refresh github --approve`,
+		func(ctx context.Context, eng *engine.Engine, id string) error { return eng.Refresh(ctx, id) })
+}
+
+func enableCommand() *command {
+	return serverAction("enable", "enable a server (persisted in voltmcp's own config file)",
+		`Usage: voltmcp enable SERVER
+
+Records "enabled": true for the server in the voltmcp-owned file of the
+scope that defines it (<home>/.volt/agent/mcp.json for user servers,
+<project>/.volt/mcp.json for project servers), atomically, keeping the rest
+of the file.
+
+Example:
+  voltmcp enable github`,
+		func(ctx context.Context, eng *engine.Engine, id string) error { return eng.SetEnabled(ctx, id, true) })
+}
+
+func disableCommand() *command {
+	return serverAction("disable", "disable a server (persisted in voltmcp's own config file)",
+		`Usage: voltmcp disable SERVER
+
+Records "enabled": false for the server in the voltmcp-owned file of the
+scope that defines it, atomically. The shared file (.mcp.json, or
+~/.config/mcp/mcp.json) is left as it is, so other tools still see the
+server.
+
+Example:
+  voltmcp disable github`,
+		func(ctx context.Context, eng *engine.Engine, id string) error { return eng.SetEnabled(ctx, id, false) })
+}

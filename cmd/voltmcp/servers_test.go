@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/voltmcp/voltmcp/internal/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.RunIfChild()
+	os.Exit(m.Run())
+}
+
+// serverProject writes a project whose one server is the mcptest server
+// in mode behave.
+func serverProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd, args, env := mcptest.Command("behave")
+	doc := map[string]any{"version": 1, "servers": map[string]any{"demo": map[string]any{"command": cmd, "args": args, "env": env}}}
+	data, _ := json.Marshal(doc)
+	os.MkdirAll(filepath.Join(dir, ".volt"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, ".volt", "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestServersRefreshEnableDisable(t *testing.T) {
+	project := serverProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project, "--approve")...)
+	}
+	r := cli("servers")
+	if r.code != exitOK || !strings.Contains(r.stdout, "demo") || !strings.Contains(r.stdout, "cold") {
+		t.Fatalf("servers before refresh:\n%s", r)
+	}
+	r = cli("refresh", "demo")
+	if r.code != exitOK || !strings.Contains(r.stdout, "ready") {
+		t.Fatalf("refresh:\n%s", r)
+	}
+	// The cache now lists the tools, with nothing running.
+	r = cli("servers", "--json")
+	var list []struct {
+		ID         string `json:"id"`
+		Status     string `json:"status"`
+		ToolCounts struct {
+			Cached int `json:"cached"`
+		} `json:"toolCounts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 {
+		t.Fatalf("servers --json: %v\n%s", err, r)
+	}
+	if list[0].Status != "cold" || list[0].ToolCounts.Cached < 6 {
+		t.Errorf("after refresh: %+v", list[0])
+	}
+	if r := cli("disable", "demo"); r.code != exitOK || !strings.Contains(r.stdout, "disabled") {
+		t.Fatalf("disable:\n%s", r)
+	}
+	if r := cli("refresh", "demo"); r.code != exitFailure || !strings.Contains(r.stderr, "disabled") {
+		t.Errorf("refresh of a disabled server:\n%s", r)
+	}
+	if r := cli("enable", "demo"); r.code != exitOK || !strings.Contains(r.stdout, "cold") {
+		t.Fatalf("enable:\n%s", r)
+	}
+	if r := cli("refresh", "dmeo"); r.code != exitUsage || !strings.Contains(r.stderr, `"demo"`) {
+		t.Errorf("unknown server:\n%s", r)
+	}
+}

@@ -128,6 +128,11 @@ func urlSecret(raw string) bool {
 	return redactURL(raw) != raw
 }
 
+// RedactURL returns raw with its password and the values of secret-named
+// query and fragment parameters replaced by REDACTED; a URL that does not
+// parse is replaced whole. A URL without a secret comes back unchanged.
+func RedactURL(raw string) string { return redactURL(raw) }
+
 // redactURL hides a URL's password and the values of secret-named
 // parameters. The query and fragment are split by hand on & and ;, as
 // url.Values would silently drop a pair it cannot parse. An unparsable

@@ -97,8 +97,10 @@ func resolveURL(srv cue.Server, lookup func(string) (string, bool), scrub *scrub
 	if err != nil {
 		return "", fmt.Errorf("url: %w", err)
 	}
+	// Go's URL errors quote the whole URL: show it with its credentials
+	// redacted, and hide values that came from the environment.
+	scrub.replace(u, cue.RedactURL(u))
 	if cue.HasEnvRef(srv.URL) {
-		scrub.add(u)
 		if p, err := url.Parse(u); err == nil && p.RawQuery != "" {
 			scrub.add(p.RawQuery)
 		}

@@ -8,7 +8,18 @@ import (
 // scrubber removes resolved secret values from text before it leaves the
 // engine as an error, a status or an event. Go's errors quote what they
 // touched: a URL with its query, an argument, a header value.
-type scrubber struct{ secrets []string }
+type scrubber struct {
+	secrets []string
+	pairs   []string // old, new, … for strings.Replacer-style rewrites
+}
+
+// replace records a value to rewrite as another, such as a URL with a
+// token to the same URL with the token redacted.
+func (s *scrubber) replace(old, new string) {
+	if old != "" && old != new {
+		s.pairs = append(s.pairs, old, new)
+	}
+}
 
 // add records values to scrub. Short values are skipped: scrubbing "1"
 // would garble every message while protecting nothing.
@@ -21,6 +32,9 @@ func (s *scrubber) add(values ...string) {
 }
 
 func (s *scrubber) text(t string) string {
+	for i := 0; i+1 < len(s.pairs); i += 2 {
+		t = strings.ReplaceAll(t, s.pairs[i], s.pairs[i+1])
+	}
 	for _, v := range s.secrets {
 		t = strings.ReplaceAll(t, v, "[redacted]")
 	}

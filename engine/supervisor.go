@@ -42,8 +42,9 @@ type supervisor struct {
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
-	transport       string // the transport in use
-	gen             uint64 // bumps with each session; callbacks of old ones are ignored
+	endSession      context.CancelFunc // ends the context the session was opened with
+	transport       string             // the transport in use
+	gen             uint64             // bumps with each session; callbacks of old ones are ignored
 	connecting      chan struct{}
 	meta            *Metadata
 	cacheErr        string
@@ -163,20 +164,37 @@ func (s *supervisor) connect(ctx context.Context) error {
 	if s.getStatus() != StatusConnecting {
 		return fmt.Errorf("server %s: cannot connect while %s", s.cfg.ID, s.getStatus())
 	}
-	cctx, cancel := context.WithTimeout(ctx, ms(s.cfg.ConnectTimeoutMs))
-	defer cancel()
-	cs, transport, err := s.open(cctx)
+	// The session outlives this call: some transports (SSE) tie their
+	// stream to the context Connect gets. So connect under a context of
+	// the supervisor's lifetime, cancelled early only by the connect
+	// timeout or the caller giving up while connecting.
+	sctx, cancelSession := context.WithCancel(s.ctx)
+	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
+	stopWatch := context.AfterFunc(ctx, cancelSession)
+	cs, transport, err := s.open(sctx)
+	expired := !timer.Stop()
+	stopWatch()
 	if err != nil {
-		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		cancelSession()
+		if expired && ctx.Err() == nil {
 			err = fmt.Errorf("connect timed out after %s", ms(s.cfg.ConnectTimeoutMs))
+		} else if ctx.Err() != nil {
+			err = ctx.Err()
 		}
 		s.noteFailure()
 		return s.fail(s.withStderr(err))
 	}
+	if expired {
+		// Connected just as the timer fired: the context is gone.
+		cancelSession()
+		_ = cs.Close()
+		s.noteFailure()
+		return s.fail(fmt.Errorf("connect timed out after %s", ms(s.cfg.ConnectTimeoutMs)))
+	}
 	s.mu.Lock()
 	s.gen++
 	gen := s.gen
-	s.session, s.transport = cs, transport
+	s.session, s.transport, s.endSession = cs, transport, cancelSession
 	s.mu.Unlock()
 	s.setStatus(StatusConnected, "")
 	s.wg.Add(1)
@@ -419,6 +437,10 @@ func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
 	current := s.gen == gen && s.session == cs
 	if current {
 		s.session = nil
+		if s.endSession != nil {
+			s.endSession()
+			s.endSession = nil
+		}
 	}
 	status := s.status
 	s.mu.Unlock()
@@ -575,8 +597,8 @@ func (s *supervisor) idleFired(gen uint64) {
 func (s *supervisor) disconnect(final Status) {
 	s.mu.Lock()
 	s.stopIdleLocked()
-	cs := s.session
-	s.session = nil
+	cs, end := s.session, s.endSession
+	s.session, s.endSession = nil, nil
 	s.gen++
 	s.mu.Unlock()
 	if cs != nil {
@@ -584,6 +606,9 @@ func (s *supervisor) disconnect(final Status) {
 		if err := cs.Close(); err != nil {
 			s.log.Debug("close session", "err", s.scrub.err(err))
 		}
+	}
+	if end != nil {
+		end()
 	}
 	st := s.getStatus()
 	switch {
@@ -600,14 +625,19 @@ func (s *supervisor) disconnect(final Status) {
 // error.
 func (s *supervisor) closeSession(gen uint64) {
 	s.mu.Lock()
-	cs := s.session
+	cs, end := s.session, s.endSession
 	if s.gen == gen {
-		s.session = nil
+		s.session, s.endSession = nil, nil
 		s.gen++
+	} else {
+		cs, end = nil, nil
 	}
 	s.mu.Unlock()
 	if cs != nil {
 		_ = cs.Close()
+	}
+	if end != nil {
+		end()
 	}
 }
 

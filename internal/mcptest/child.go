@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +31,10 @@ const (
 // garbageLine is what mode garbage writes to stdout, again and again.
 const garbageLine = "this is not json\n"
 
+// sleeperReady is what mode sleeper writes to stdout once it ignores
+// SIGTERM.
+const sleeperReady = "ready\n"
+
 // RunIfChild runs the test server of the mode named in the environment
 // variable VOLTMCP_TESTSERVER, over stdin and stdout, and then exits the
 // process: when the variable is set, it never returns. When it is not set,
@@ -46,11 +49,13 @@ func RunIfChild() {
 
 // Command returns what a test puts in a stdio server config to run the test
 // server of mode: the test binary's absolute path, the arguments
-// ["-test.run=^$"] (which match no test), and an
-// environment holding VOLTMCP_TESTSERVER=mode and every extraEnv entry
-// (each KEY=VALUE). The mode travels only in that environment, never in an
-// argument. Command panics on an unknown mode, on an extraEnv entry without
-// "=", and on an entry that sets VOLTMCP_TESTSERVER itself.
+// ["-test.run=^$"] (which match no test), and an environment holding
+// VOLTMCP_TESTSERVER=mode, GORACE=atexit_sleep_ms=0 and every extraEnv entry
+// (each KEY=VALUE, which may replace GORACE). The mode travels only in that
+// environment, never in an argument. GORACE spares each child built with
+// -race the second the race detector otherwise sleeps before it exits.
+// Command panics on an unknown mode, on an extraEnv entry without "=", and
+// on an entry that sets VOLTMCP_TESTSERVER itself.
 func Command(mode string, extraEnv ...string) (command string, args []string, env map[string]string) {
 	if !knownMode(mode) {
 		panic(fmt.Sprintf("mcptest: unknown mode %q", mode))
@@ -59,7 +64,7 @@ func Command(mode string, extraEnv ...string) (command string, args []string, en
 	if err != nil {
 		panic(fmt.Sprintf("mcptest: locating the test binary: %v", err))
 	}
-	env = map[string]string{EnvMode: mode}
+	env = map[string]string{EnvMode: mode, "GORACE": "atexit_sleep_ms=0"}
 	for _, kv := range extraEnv {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -91,7 +96,9 @@ func runChild(mode string) int {
 	case ModeGarbage:
 		return runGarbage()
 	case ModeSleeper:
-		signal.Ignore(syscall.SIGTERM)
+		signal.Ignore(syscall.SIGTERM, syscall.SIGPIPE)
+		// Tell a waiting parent that SIGTERM is ignored from now on.
+		_, _ = io.WriteString(os.Stdout, sleeperReady)
 		sleepForever()
 	case ModeRepeatCursor, ModeBadMetadata:
 		if err := serveRaw(mode, os.Stdin, os.Stdout); err != nil {
@@ -100,7 +107,7 @@ func runChild(mode string) int {
 		}
 		return 0
 	}
-	if !slices.Contains(sdkModes, mode) {
+	if !isSDKMode(mode) {
 		fmt.Fprintf(os.Stderr, "mcptest: unknown mode %q\n", mode)
 		return 2
 	}
@@ -176,9 +183,10 @@ func runGarbage() int {
 }
 
 // startGrandchild starts the test binary in mode sleeper, in this process's
-// process group, and writes its PID to pidFile and this process's PID to
-// pidFile+".parent". The grandchild shares this process's stderr; its stdin
-// and stdout are the null device.
+// process group, waits until it ignores SIGTERM, and then writes its PID to
+// pidFile and this process's PID to pidFile+".parent". The grandchild
+// shares this process's stderr; its stdin is the null device, and its
+// stdout a pipe that only carries its readiness.
 func startGrandchild(pidFile string) error {
 	if pidFile == "" {
 		return fmt.Errorf("mode %s needs %s", ModeGrandchild, EnvPIDFile)
@@ -190,8 +198,18 @@ func startGrandchild(pidFile string) error {
 	cmd := exec.Command(exe, childArg)
 	cmd.Env = append(os.Environ(), EnvMode+"="+ModeSleeper) // the last entry wins
 	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the grandchild: %w", err)
+	}
+	ready := make([]byte, len(sleeperReady))
+	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != sleeperReady {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("the grandchild did not get ready: %q, %v", ready, err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it should it die while this process lives
 	if err := writePID(pidFile+".parent", os.Getpid()); err != nil {

@@ -33,12 +33,14 @@
 //     with status 3 before it answers.
 //   - grandchild: behave, but it first starts a grandchild (mode sleeper)
 //     that stays in the server's process group, so that only a kill of the
-//     whole group stops both. It writes the grandchild's PID to the file
-//     named by VOLTMCP_TESTSERVER_PIDFILE and its own to that name plus
-//     ".parent".
+//     whole group stops both. Once the grandchild ignores SIGTERM, it
+//     writes the grandchild's PID to the file named by
+//     VOLTMCP_TESTSERVER_PIDFILE and its own to that name plus ".parent";
+//     then it serves. The grandchild holds the server's stderr open.
 //   - ignore-sigterm: behave, but SIGTERM is ignored and the process keeps
 //     running after stdin closes, so only SIGKILL stops it. It writes its
-//     PID to VOLTMCP_TESTSERVER_PIDFILE when that is set.
+//     PID to VOLTMCP_TESTSERVER_PIDFILE, when that is set, once SIGTERM is
+//     ignored.
 //   - flood-stderr: behave, while writing 64 KiB chunks to stderr, 50 MiB
 //     in all.
 //   - list-changed: behave plus a tool mutate that adds a tool added_<n>
@@ -51,8 +53,8 @@
 //     never completes; it exits when stdin closes.
 //   - garbage: writes lines that are not JSON to stdout until stdin
 //     closes.
-//   - sleeper: sleeps forever and ignores SIGTERM (the grandchild of mode
-//     grandchild).
+//   - sleeper: ignores SIGTERM, says "ready" on stdout and sleeps
+//     forever (the grandchild of mode grandchild).
 //   - repeat-cursor: a raw JSON-RPC server whose tools/list always returns
 //     one tool and the same nextCursor.
 //   - bad-metadata: a raw JSON-RPC server whose tools/list returns tools

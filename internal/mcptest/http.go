@@ -4,21 +4,21 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// httpModes are the SDK modes the HTTP servers serve: the ones that do not
-// act on the process (exit it, fork it, flood its stderr).
-var httpModes = []string{ModeBehave, ModeHangCall, ModeListChanged}
 
 // ServeHTTP serves mode on two servers bound to 127.0.0.1 and returns their
 // URLs: one speaks Streamable HTTP at path /mcp, the other legacy HTTP+SSE
 // at path /sse. Each has its own mcp.Server, so that a change made through
 // one (mode list-changed) does not show in the other. Both stop when the
 // test ends. Mode is behave, hang-call or list-changed.
+//
+// A call to the hang tool returns only when the test ends, and a go-sdk
+// server closes a session only once its handlers return: until then,
+// closing a session with such a call in flight blocks on the server side
+// (the go-sdk Streamable HTTP client gives its DELETE 5 seconds).
 func ServeHTTP(t testing.TB, mode string) (streamableURL, sseURL string) {
 	t.Helper()
 	requireHTTPMode(t, mode, false)
@@ -92,7 +92,7 @@ func ServeHTTPWithHeaderCheck(t testing.TB, mode, header, value string) string {
 // modes only when raw is set).
 func requireHTTPMode(t testing.TB, mode string, raw bool) {
 	t.Helper()
-	if slices.Contains(httpModes, mode) || raw && slices.Contains(rawModes, mode) {
+	if isHTTPMode(mode) || raw && isRawMode(mode) {
 		return
 	}
 	t.Fatalf("mcptest: mode %q cannot be served by this HTTP helper", mode)
@@ -142,7 +142,7 @@ func (h *httpHarness) getServer(mode string) func(*http.Request) *mcp.Server {
 // streamableHandler returns the Streamable HTTP handler of mode: the
 // go-sdk's for an SDK mode, the raw one for a raw mode.
 func (h *httpHarness) streamableHandler(mode string) http.Handler {
-	if slices.Contains(rawModes, mode) {
+	if isRawMode(mode) {
 		return rawHTTPHandler(mode)
 	}
 	return mcp.NewStreamableHTTPHandler(h.getServer(mode), nil)

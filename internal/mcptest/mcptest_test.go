@@ -14,19 +14,29 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
 func TestMain(m *testing.M) {
 	mcptest.RunIfChild()
-	os.Exit(m.Run())
+	code := m.Run()
+	// The helpers must leave no goroutine behind (the engine's tests check
+	// with goleak too); the clients' idle connections are the tests' own.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goroutines left after the tests:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // canaryName is a variable of the test process that a child started with
@@ -69,11 +79,20 @@ func newClient(opts *mcp.ClientOptions) *mcp.Client {
 
 // connect connects a client to transport and closes the session when the
 // test ends.
+func connect(t *testing.T, transport mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs := dial(t, transport, opts)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// dial connects a client to transport; closing the session is up to the
+// caller.
 //
-// The context of Connect lives until then too: the go-sdk's SSE client
+// The context of Connect lives until the test ends: the go-sdk's SSE client
 // ties its event stream to it, so that a context cancelled once Connect
 // returns ends the session. A timer bounds Connect alone.
-func connect(t *testing.T, transport mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
+func dial(t *testing.T, transport mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -83,7 +102,6 @@ func connect(t *testing.T, transport mcp.Transport, opts *mcp.ClientOptions) *mc
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
 
@@ -249,7 +267,7 @@ func TestCommand(t *testing.T) {
 	if len(args) != 1 || !strings.HasPrefix(args[0], "-test.run=") {
 		t.Errorf("args = %q", args)
 	}
-	want := map[string]string{mcptest.EnvMode: mcptest.ModeBehave, "A": "1", "B": "x=y"}
+	want := map[string]string{mcptest.EnvMode: mcptest.ModeBehave, "GORACE": "atexit_sleep_ms=0", "A": "1", "B": "x=y"}
 	if fmt.Sprint(env) != fmt.Sprint(want) {
 		t.Errorf("env = %v, want %v", env, want)
 	}
@@ -284,7 +302,8 @@ func TestBehaveStdio(t *testing.T) {
 }
 
 func TestSlowCancelled(t *testing.T) {
-	cs, _ := connectStdio(t, mcptest.ModeBehave, nil)
+	cmd := childCmd(t, mcptest.ModeBehave)
+	cs := dial(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: waitFor}, nil)
 	c, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -297,6 +316,12 @@ func TestSlowCancelled(t *testing.T) {
 	}
 	if got := text(t, call(t, cs, "echo", map[string]any{"text": "still here"})); got != "still here" {
 		t.Errorf("echo after cancel = %q", got)
+	}
+	// The server exits when stdin closes only once no handler runs, so a
+	// clean exit shows that slow gave up its sleep.
+	_ = cs.Close()
+	if cmd.ProcessState == nil || !cmd.ProcessState.Exited() || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("child state after Close: %v, want exit status 0", cmd.ProcessState)
 	}
 }
 
@@ -661,22 +686,27 @@ func TestHTTPListChanged(t *testing.T) {
 }
 
 func TestHTTPHangCall(t *testing.T) {
+	// A server session closes only once its handlers return, and hang
+	// returns only when the servers stop at the end of the test, after
+	// every cleanup registered below. So the sessions close in the
+	// background, and the test waits for them once the servers are gone.
+	var closing sync.WaitGroup
+	t.Cleanup(closing.Wait)
 	streamable, sse := mcptest.ServeHTTP(t, mcptest.ModeHangCall)
-	for name, transport := range map[string]mcp.Transport{
-		"streamable": &mcp.StreamableClientTransport{Endpoint: streamable},
-		"sse":        &mcp.SSEClientTransport{Endpoint: sse},
+	for _, transport := range []mcp.Transport{
+		&mcp.StreamableClientTransport{Endpoint: streamable},
+		&mcp.SSEClientTransport{Endpoint: sse},
 	} {
-		t.Run(name, func(t *testing.T) {
-			cs := connect(t, transport, nil)
-			c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			defer cancel()
-			if _, err := cs.CallTool(c, &mcp.CallToolParams{Name: "hang"}); err == nil {
-				t.Fatal("hang returned")
-			}
-			if got := text(t, call(t, cs, "echo", map[string]any{"text": "x"})); got != "x" {
-				t.Errorf("echo next to a hanging call = %q", got)
-			}
-		})
+		cs := dial(t, transport, nil)
+		t.Cleanup(func() { closing.Go(func() { _ = cs.Close() }) })
+		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		if _, err := cs.CallTool(c, &mcp.CallToolParams{Name: "hang"}); err == nil {
+			t.Fatalf("%T: hang returned", transport)
+		}
+		if got := text(t, call(t, cs, "echo", map[string]any{"text": "x"})); got != "x" {
+			t.Errorf("%T: echo next to a hanging call = %q", transport, got)
+		}
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -50,9 +49,16 @@ const (
 	DeepSchemaDepth = 200
 )
 
-// legacyProtocolVersions are the protocol versions the raw server
-// negotiates in initialize, newest first.
-var legacyProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// negotiate returns the protocol version the raw server answers an
+// initialize request for version with: that version when it knows it, else
+// its newest.
+func negotiate(version string) string {
+	switch version {
+	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
+		return version
+	}
+	return "2025-11-25"
+}
 
 // JSON-RPC error codes.
 const (
@@ -153,12 +159,8 @@ func respondRaw(mode string, data []byte) (rawResponse, bool) {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		_ = json.Unmarshal(msg.Params, &p)
-		version := legacyProtocolVersions[0]
-		if slices.Contains(legacyProtocolVersions, p.ProtocolVersion) {
-			version = p.ProtocolVersion
-		}
 		resp.Result = map[string]any{
-			"protocolVersion": version,
+			"protocolVersion": negotiate(p.ProtocolVersion),
 			"capabilities":    map[string]any{"tools": map[string]any{}},
 			"serverInfo":      map[string]any{"name": "mcptest-" + mode, "version": "1.0.0"},
 		}

@@ -60,16 +60,31 @@ const maxExtraTools = 100_000
 // Readme is the text of the resource mcptest://readme.
 const Readme = "mcptest is a small MCP server for tests.\n"
 
-// sdkModes are the modes served by an mcp.Server.
-var sdkModes = []string{ModeBehave, ModeHangCall, ModeCrashCall, ModeGrandchild, ModeIgnoreSIGTERM, ModeFloodStderr, ModeListChanged}
+// isSDKMode reports whether mode is served by an mcp.Server.
+func isSDKMode(mode string) bool {
+	switch mode {
+	case ModeBehave, ModeHangCall, ModeCrashCall, ModeGrandchild, ModeIgnoreSIGTERM, ModeFloodStderr, ModeListChanged:
+		return true
+	}
+	return false
+}
 
-// rawModes are the modes served by the raw JSON-RPC server of raw.go.
-var rawModes = []string{ModeRepeatCursor, ModeBadMetadata}
+// isRawMode reports whether mode is served by the raw JSON-RPC server of
+// raw.go.
+func isRawMode(mode string) bool {
+	return mode == ModeRepeatCursor || mode == ModeBadMetadata
+}
+
+// isHTTPMode reports whether the HTTP helpers serve SDK mode mode: they
+// serve those that do not act on the process (exit it, fork it, flood its
+// stderr).
+func isHTTPMode(mode string) bool {
+	return mode == ModeBehave || mode == ModeHangCall || mode == ModeListChanged
+}
 
 // knownMode reports whether mode is one of the modes above.
 func knownMode(mode string) bool {
-	return slices.Contains(sdkModes, mode) || slices.Contains(rawModes, mode) ||
-		mode == ModeHangInit || mode == ModeGarbage || mode == ModeSleeper
+	return isSDKMode(mode) || isRawMode(mode) || mode == ModeHangInit || mode == ModeGarbage || mode == ModeSleeper
 }
 
 // serverConfig is what, beyond its mode, shapes an SDK-based server.

@@ -298,6 +298,24 @@ func (e *Engine) Metadata(id string) (*Metadata, error) {
 	return s.meta, nil
 }
 
+// FreshMetadata returns a server's metadata for a path that is about to
+// use it (describe, call): from the cache when it is fresh, else after
+// connecting and listing again. Start-up never does this; only use does.
+func (e *Engine) FreshMetadata(ctx context.Context, id string) (*Metadata, error) {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.stale() {
+		if err := s.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta, nil
+}
+
 // CallTool calls a tool of a server, connecting first if needed. A
 // tool's own failure is a result with IsError set; the error is for
 // failing to reach the server or the call timing out.

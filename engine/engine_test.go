@@ -406,3 +406,30 @@ func TestStatusTransitions(t *testing.T) {
 		t.Error("a normal start is refused")
 	}
 }
+
+func TestStaleMetadataRefreshesOnUseNotAtStart(t *testing.T) {
+	opts := workspace(t, map[string]server{"s": stdio("behave", server{"metadataRefreshMs": 1})}, nil)
+	e := start(t, opts)
+	ctx := ctxT(t, 10*time.Second)
+	if err := e.Connect(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := e.Metadata("s")
+	e.Close()
+
+	e2 := start(t, opts)
+	time.Sleep(5 * time.Millisecond)
+	if s, _ := e2.Server("s"); s.Status != StatusCold || !s.MetadataStale {
+		t.Fatalf("stale cache at start: %+v", s)
+	}
+	if len(children()) != 0 {
+		t.Fatal("start refreshed stale metadata by starting the server")
+	}
+	m, err := e2.FreshMetadata(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.FetchedAt.After(first.FetchedAt) {
+		t.Errorf("not refreshed: %v vs %v", m.FetchedAt, first.FetchedAt)
+	}
+}

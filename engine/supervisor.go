@@ -192,6 +192,13 @@ func (s *supervisor) connect(ctx context.Context) error {
 		return s.fail(fmt.Errorf("connect timed out after %s", ms(s.cfg.ConnectTimeoutMs)))
 	}
 	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		// The supervisor closed while this connection was being made.
+		s.mu.Unlock()
+		_ = cs.Close()
+		cancelSession()
+		return fmt.Errorf("server %s: engine closed", s.cfg.ID)
+	}
 	s.gen++
 	gen := s.gen
 	s.session, s.transport, s.endSession = cs, transport, cancelSession
@@ -533,6 +540,14 @@ func (s *supervisor) refresh(ctx context.Context) error {
 	return s.discover(ctx, cs)
 }
 
+// stale reports whether the metadata is missing or older than
+// metadataRefreshMs.
+func (s *supervisor) stale() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta == nil || s.meta.Stale(ms(s.cfg.MetadataRefreshMs), time.Now())
+}
+
 // call runs one tool call on the server.
 func (s *supervisor) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
 	s.mu.Lock()
@@ -548,6 +563,9 @@ func (s *supervisor) call(ctx context.Context, tool string, args any) (*mcp.Call
 	cs, err := s.ensure(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if s.stale() {
+		s.refreshAsync("metadata older than metadataRefreshMs")
 	}
 	cctx, cancel := context.WithTimeout(ctx, ms(s.cfg.CallTimeoutMs))
 	defer cancel()

@@ -7,6 +7,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -324,10 +326,10 @@ func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*
 	if err != nil {
 		return nil, err
 	}
-	callID := fmt.Sprintf("call-%d", time.Now().UnixNano())
+	callID := newCallID()
 	e.bus.publish(Event{Type: EventCallStart, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: "started"})
 	start := time.Now()
-	res, err := s.call(ctx, tool, args)
+	res, err := s.call(ctx, callID, tool, args)
 	status := "completed"
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -405,6 +407,13 @@ func (e *Engine) Reload(ctx context.Context) error {
 	}
 	e.bus.publish(Event{Type: EventServersChanged})
 	return nil
+}
+
+// newCallID returns an opaque, unguessable call id.
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return "call_" + hex.EncodeToString(b[:])
 }
 
 // sameDefinition reports whether two definitions of a server are the

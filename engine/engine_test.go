@@ -433,3 +433,40 @@ func TestStaleMetadataRefreshesOnUseNotAtStart(t *testing.T) {
 		t.Errorf("not refreshed: %v vs %v", m.FetchedAt, first.FetchedAt)
 	}
 }
+
+func TestCallEventsAndProgress(t *testing.T) {
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	e := start(t, opts)
+	events, stop := e.Subscribe(256)
+	defer stop()
+	if _, err := e.CallTool(ctxT(t, 10*time.Second), "s", "slow", map[string]any{"ms": 450}); err != nil {
+		t.Fatal(err)
+	}
+	var start, end *Event
+	updates := 0
+	timeout := time.After(5 * time.Second)
+	for end == nil {
+		select {
+		case ev := <-events:
+			switch ev.Type {
+			case EventCallStart:
+				start = &ev
+			case EventCallUpdate:
+				updates++
+				if ev.Total != 450 || ev.Message != "sleeping" || ev.CallID != start.CallID {
+					t.Errorf("update: %+v", ev)
+				}
+			case EventCallEnd:
+				end = &ev
+			}
+		case <-timeout:
+			t.Fatalf("events: start %v, updates %d, no end", start, updates)
+		}
+	}
+	if start == nil || start.CallID != end.CallID || !strings.HasPrefix(end.CallID, "call_") || end.CallStatus != "completed" || end.DurationMs < 400 {
+		t.Errorf("start %+v end %+v", start, end)
+	}
+	if updates < 2 {
+		t.Errorf("%d progress updates", updates)
+	}
+}

@@ -37,6 +37,11 @@ type Event struct {
 	Tool       string `json:"tool,omitempty"`
 	CallStatus string `json:"callStatus,omitempty"`
 	DurationMs int64  `json:"durationMs,omitempty"`
+	// Progress, Total and Message are a server's progress report, on
+	// mcp_call_update; Message is bounded and scrubbed.
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
 }
 
 // bus fans events out to subscribers. A subscriber that does not keep up

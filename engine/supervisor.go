@@ -49,6 +49,7 @@ type supervisor struct {
 	meta            *Metadata
 	cacheErr        string
 	inflight        int
+	calls           map[string]string // call id → tool, of calls in flight
 	idle            *time.Timer
 	attempts        int // connection failures in a row, for the backoff
 	refreshing      bool
@@ -217,9 +218,10 @@ func (s *supervisor) connect(ctx context.Context) error {
 // open starts the transport and initializes the session.
 func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "voltmcp", Version: s.e.version}, &mcp.ClientOptions{
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.refreshAsync("prompts/list_changed") },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.refreshAsync("prompts/list_changed") },
+		ProgressNotificationHandler: s.progress,
 	})
 	if s.cfg.IsStdio() {
 		t, err := s.stdioTransport()
@@ -548,15 +550,46 @@ func (s *supervisor) stale() bool {
 	return s.meta == nil || s.meta.Stale(ms(s.cfg.MetadataRefreshMs), time.Now())
 }
 
-// call runs one tool call on the server.
-func (s *supervisor) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+// maxProgressMessage bounds the text of a progress event: it comes from
+// the server and is shown to people.
+const maxProgressMessage = 200
+
+// progress turns a server's progress notification for a call in flight
+// into an mcp_call_update event.
+func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	id := fmt.Sprint(req.Params.ProgressToken)
+	s.mu.Lock()
+	tool, ok := s.calls[id]
+	s.mu.Unlock()
+	if !ok {
+		return // not a call of ours, or already over
+	}
+	msg := strings.ToValidUTF8(req.Params.Message, "?")
+	if len(msg) > maxProgressMessage {
+		msg = msg[:maxProgressMessage]
+	}
+	s.e.bus.publish(Event{Type: EventCallUpdate, Server: s.cfg.ID, Tool: tool, CallID: id, CallStatus: "running",
+		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(msg)})
+}
+
+// call runs one tool call on the server. callID doubles as the progress
+// token, so progress notifications map back to the call.
+func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*mcp.CallToolResult, error) {
 	s.mu.Lock()
 	s.inflight++
+	if s.calls == nil {
+		s.calls = map[string]string{}
+	}
+	s.calls[callID] = tool
 	s.stopIdleLocked()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.inflight--
+		delete(s.calls, callID)
 		s.mu.Unlock()
 		s.touch()
 	}()
@@ -569,7 +602,9 @@ func (s *supervisor) call(ctx context.Context, tool string, args any) (*mcp.Call
 	}
 	cctx, cancel := context.WithTimeout(ctx, ms(s.cfg.CallTimeoutMs))
 	defer cancel()
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	params.SetProgressToken(callID)
+	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			err = fmt.Errorf("call %s timed out after %s", tool, ms(s.cfg.CallTimeoutMs))

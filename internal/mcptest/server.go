@@ -218,15 +218,25 @@ func addBehave(s *mcp.Server) {
 
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "slow",
-		Description: "Sleeps ms milliseconds, or until the call is cancelled.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+		Description: "Sleeps ms milliseconds, or until the call is cancelled, reporting progress every 100 ms when the call has a progress token.",
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
 		t := time.NewTimer(time.Duration(in.Ms) * time.Millisecond)
 		defer t.Stop()
-		select {
-		case <-t.C:
-			return textResult(fmt.Sprintf("slept %d ms", in.Ms)), nil, nil
-		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("mcptest: slow cancelled: %w", context.Cause(ctx))
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		token := req.Params.GetProgressToken()
+		for step := 1; ; step++ {
+			select {
+			case <-t.C:
+				return textResult(fmt.Sprintf("slept %d ms", in.Ms)), nil, nil
+			case <-ctx.Done():
+				return nil, nil, fmt.Errorf("mcptest: slow cancelled: %w", context.Cause(ctx))
+			case <-tick.C:
+				if token != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+						Progress: float64(step * 100), Total: float64(in.Ms), Message: "sleeping"})
+				}
+			}
 		}
 	})
 

@@ -108,6 +108,12 @@ func resolveURL(srv cue.Server, lookup func(string) (string, bool), scrub *scrub
 	return u, nil
 }
 
+// unauthorized reports whether a status answering the initialize POST
+// asks for credentials.
+func unauthorized(status int32) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
 // notSupported reports whether a status answering the initialize POST
 // means "this endpoint does not speak Streamable HTTP", which is when the
 // MCP spec tells clients to try the older SSE transport.
@@ -124,7 +130,9 @@ func connectHTTP(ctx context.Context, client *mcp.Client, srv cue.Server, endpoi
 		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
 		return cs, cue.TransportSSE, err
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, opts)
+	// The SDK's default retries resume a call's stream (GET with
+	// Last-Event-ID) when the server closes it mid-call.
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
 	if err == nil || !srv.TransportAuto || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
 		return cs, cue.TransportStreamableHTTP, err
 	}

@@ -67,8 +67,11 @@ func TestHTTPHeadersFromEnvironment(t *testing.T) {
 			t.Errorf("%s: %v", id, err)
 		}
 	}
-	if err := e.Connect(ctx, "none"); err == nil {
-		t.Error("connected without the header")
+	if err := e.Connect(ctx, "none"); err == nil || !strings.Contains(err.Error(), "requires authorization") {
+		t.Errorf("connect without the header: %v", err)
+	}
+	if s, _ := e.Server("none"); s.Status != StatusNeedsAuth || !strings.Contains(s.LastError, "401") {
+		t.Errorf("without the header: status %s, last error %q", s.Status, s.LastError)
 	}
 	err := e.Connect(ctx, "missing")
 	if err == nil || !strings.Contains(err.Error(), "UNSET_TOKEN is not set") {

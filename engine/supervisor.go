@@ -172,9 +172,18 @@ func (s *supervisor) connect(ctx context.Context) error {
 	sctx, cancelSession := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
-	cs, transport, err := s.open(sctx)
+	cs, transport, status, err := s.open(sctx)
 	expired := !timer.Stop()
 	stopWatch()
+	if err != nil && unauthorized(status) && ctx.Err() == nil {
+		cancelSession()
+		s.noteFailure()
+		s.mu.Lock()
+		s.lastErr = fmt.Sprintf("the server requires authorization (HTTP %d)", status)
+		s.mu.Unlock()
+		s.setStatus(StatusNeedsAuth, "")
+		return fmt.Errorf("server %s requires authorization (HTTP %d): set its headers or auth", s.cfg.ID, status)
+	}
 	if err != nil {
 		cancelSession()
 		if expired && ctx.Err() == nil {
@@ -215,8 +224,10 @@ func (s *supervisor) connect(ctx context.Context) error {
 	return nil
 }
 
-// open starts the transport and initializes the session.
-func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, error) {
+// open starts the transport and initializes the session. For an HTTP
+// server it also returns the status of the last POST, which tells an
+// authorization failure from others.
+func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, int32, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "voltmcp", Version: s.e.version}, &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
@@ -226,17 +237,18 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, erro
 	if s.cfg.IsStdio() {
 		t, err := s.stdioTransport()
 		if err != nil {
-			return nil, "", err
+			return nil, "", 0, err
 		}
 		cs, err := client.Connect(ctx, t, nil)
-		return cs, cue.TransportStdio, err
+		return cs, cue.TransportStdio, 0, err
 	}
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub}
-	return connectHTTP(ctx, client, s.cfg, endpoint, ht, nil)
+	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, nil)
+	return cs, transport, ht.lastPOST.Load(), err
 }
 
 // stdioTransport prepares the child process of a stdio server.

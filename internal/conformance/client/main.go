@@ -1,0 +1,131 @@
+// Command client is the adapter the MCP conformance suite runs in client
+// mode. The suite starts a scenario server and runs
+//
+//	client <scenario-url>
+//
+// with the scenario's name in MCP_CONFORMANCE_SCENARIO. The adapter
+// builds a voltmcp engine whose only server, "upstream", is that URL over
+// Streamable HTTP, connects it (initialize plus discovery), and then does
+// what the scenario asks of a client, through engine calls only. It exits
+// 0 when every step worked, and non-zero with the reason on stderr
+// otherwise; the suite's own checks decide whether the scenario passed.
+//
+// internal/conformance/conformance_test.go builds and runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine"
+)
+
+// serverID is the id of the one configured server.
+const serverID = "upstream"
+
+// toolFor names the tool a scenario's server expects the client to call,
+// with its arguments. A scenario not listed only needs a connection and
+// a listing, which Connect does.
+func toolFor(scenario string) (string, map[string]any, bool) {
+	switch {
+	case scenario == "tools_call":
+		return "add_numbers", map[string]any{"a": 5, "b": 3}, true
+	case scenario == "sse-retry":
+		return "test_reconnection", map[string]any{}, true
+	case scenario == "elicitation-sep1034-client-defaults":
+		return "test_client_elicitation_defaults", map[string]any{}, true
+	case strings.HasPrefix(scenario, "auth/"):
+		return "test-tool", map[string]any{}, true
+	}
+	return "", nil, false
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: client [args...] <scenario-url>  (scenario name in MCP_CONFORMANCE_SCENARIO)")
+		os.Exit(2)
+	}
+	url := os.Args[len(os.Args)-1]
+	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := run(ctx, url, scenario); err != nil {
+		fmt.Fprintf(os.Stderr, "voltmcp conformance client: scenario %q: %v\n", scenario, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, url, scenario string) error {
+	agentDir, err := os.MkdirTemp("", "voltmcp-conformance-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(agentDir)
+	cfg := &cue.Config{Servers: []cue.Server{{
+		ID:                 serverID,
+		Key:                serverID,
+		Enabled:            true,
+		URL:                url,
+		Transport:          cue.TransportStreamableHTTP,
+		Lifecycle:          "lazy",
+		ConnectTimeoutMs:   10_000,
+		DiscoveryTimeoutMs: 10_000,
+		CallTimeoutMs:      15_000,
+		MetadataRefreshMs:  int64(time.Hour / time.Millisecond),
+	}}}
+	e, err := engine.New(ctx, engine.Options{
+		Config:    cfg,
+		AgentDir:  agentDir,
+		Project:   agentDir,
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		LookupEnv: func(string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+
+	if err := e.Connect(ctx, serverID); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	m, err := e.Metadata(serverID)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return errors.New("connected, but no metadata was discovered")
+	}
+	fmt.Printf("connected: server %s %s, protocol %s, %d tools\n", m.Name, m.Version, m.ProtocolVersion, len(m.Tools))
+
+	tool, args, ok := toolFor(scenario)
+	if !ok {
+		return nil
+	}
+	if !hasTool(m, tool) {
+		return fmt.Errorf("the server lists no tool %q", tool)
+	}
+	res, err := e.CallTool(ctx, serverID, tool, args)
+	if err != nil {
+		return fmt.Errorf("call %s: %w", tool, err)
+	}
+	if res.IsError {
+		return fmt.Errorf("call %s: the tool reported an error", tool)
+	}
+	fmt.Printf("called %s: ok\n", tool)
+	return nil
+}
+
+func hasTool(m *engine.Metadata, name string) bool {
+	for _, t := range m.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,219 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voltmcp/voltmcp/internal/npmpeers"
+)
+
+// coreClientScenarios is what the "core" client suite of conformance
+// 0.1.16 holds, and what voltmcp scores on each: "" for a pass, else why
+// it fails. docs/conformance.md shows the same table; change both
+// together. The test fails when a scenario that passes here fails, and
+// also when one listed as failing starts to pass, so that the list and
+// the docs stay true.
+var coreClientScenarios = map[string]string{
+	"initialize":                          "",
+	"tools_call":                          "",
+	"elicitation-sep1034-client-defaults": "no elicitation support: the engine's client declares no elicitation capability",
+	"sse-retry":                           "",
+	"auth/metadata-default":               "no OAuth support yet",
+	"auth/metadata-var1":                  "no OAuth support yet",
+	"auth/metadata-var2":                  "no OAuth support yet",
+	"auth/metadata-var3":                  "no OAuth support yet",
+	"auth/basic-cimd":                     "no OAuth support yet",
+	"auth/scope-from-www-authenticate":    "no OAuth support yet",
+	"auth/scope-from-scopes-supported":    "no OAuth support yet",
+	"auth/scope-omitted-when-undefined":   "no OAuth support yet",
+	"auth/scope-step-up":                  "no OAuth support yet",
+	"auth/scope-retry-limit":              "no OAuth support yet",
+	"auth/token-endpoint-auth-basic":      "no OAuth support yet",
+	"auth/token-endpoint-auth-post":       "no OAuth support yet",
+	"auth/token-endpoint-auth-none":       "no OAuth support yet",
+	"auth/pre-registration":               "no OAuth support yet",
+}
+
+// adapterFailure starts the line the adapter writes to stderr when it
+// fails (internal/conformance/client).
+const adapterFailure = "voltmcp conformance client: "
+
+// check is the part of one entry of a scenario's checks.json the test
+// reads.
+type check struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING, INFO, …
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// result is the outcome of one scenario.
+type result struct {
+	checks  []check
+	adapter string // the adapter's failure line, if it failed
+}
+
+// passed applies the suite's own rule: no failed check, no warning, and
+// the client exited 0. A scenario with no passed check has not passed.
+func (r result) passed() bool {
+	ok := false
+	for _, c := range r.checks {
+		switch c.Status {
+		case "FAILURE", "WARNING":
+			return false
+		case "SUCCESS":
+			ok = true
+		}
+	}
+	return ok && r.adapter == ""
+}
+
+// why summarizes a failure: the failed checks and the adapter's error.
+func (r result) why() string {
+	var parts []string
+	for _, c := range r.checks {
+		if c.Status != "FAILURE" && c.Status != "WARNING" {
+			continue
+		}
+		s := strings.ToLower(c.Status) + " " + c.ID
+		if c.ErrorMessage != "" {
+			s += ": " + c.ErrorMessage
+		}
+		parts = append(parts, s)
+	}
+	if r.adapter != "" {
+		parts = append(parts, "adapter: "+r.adapter)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stamp is the timestamp the suite appends to a result directory.
+var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+
+func TestClientCoreSuite(t *testing.T) {
+	node := npmpeers.Node(t)
+	suite := npmpeers.Path(t, npmpeers.ConformanceEntry)
+	preload := npmpeers.LoopbackPreload(t)
+
+	// The suite splits --command on spaces and runs it through a shell:
+	// the adapter's path must need no quoting.
+	bin := t.TempDir()
+	adapter := filepath.Join(bin, "voltmcp-conformance-client")
+	if strings.ContainsAny(adapter, " \t\n'\"\\$`;&|<>()*?[]#~!{}") {
+		t.Fatalf("the temp dir %q holds characters the suite's shell would interpret; set TMPDIR to a plain path", bin)
+	}
+	build := exec.Command("go", "build", "-o", adapter, "./client")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./client: %v\n%s", err, out)
+	}
+
+	outDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, suite, "client",
+		"--command", adapter, "--suite", "core", "--timeout", "30000", "-o", outDir)
+	cmd.Dir = t.TempDir()
+	// The scenario servers listen on a port only: keep them on loopback.
+	cmd.Env = append(os.Environ(), `NODE_OPTIONS=--require "`+preload+`"`)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run() // exits 1 when any scenario fails, as some do
+	t.Logf("conformance client --suite core: %v in %s", err, time.Since(start).Round(time.Millisecond))
+	if ctx.Err() != nil {
+		t.Fatalf("the suite did not finish in time:\n%s", out.String())
+	}
+
+	results := readResults(t, outDir)
+	if len(results) == 0 {
+		t.Fatalf("the suite wrote no results (exit: %v):\n%s", err, out.String())
+	}
+	var names []string
+	for name := range coreClientScenarios {
+		names = append(names, name)
+	}
+	for name := range results {
+		if _, ok := coreClientScenarios[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var report strings.Builder
+	pass := 0
+	for _, name := range names {
+		r, ran := results[name]
+		reason, known := coreClientScenarios[name]
+		switch {
+		case !known:
+			t.Errorf("scenario %s is not in coreClientScenarios: add it (and to docs/conformance.md)", name)
+		case !ran:
+			t.Errorf("scenario %s did not run", name)
+			continue
+		case reason == "" && !r.passed():
+			t.Errorf("scenario %s no longer passes: %s", name, r.why())
+		case reason != "" && r.passed():
+			t.Errorf("scenario %s passes now: mark it passing in coreClientScenarios and docs/conformance.md", name)
+		}
+		status := "FAIL"
+		if r.passed() {
+			status = "pass"
+			pass++
+		}
+		report.WriteString("  " + status + "  " + name)
+		if !r.passed() {
+			report.WriteString("  (" + r.why() + ")")
+		}
+		report.WriteString("\n")
+	}
+	t.Logf("core client scenarios: %d of %d pass\n%s", pass, len(names), report.String())
+	if t.Failed() {
+		t.Logf("suite output:\n%s", out.String())
+	}
+}
+
+// readResults reads every <scenario>-<timestamp>/checks.json under dir
+// (auth scenarios nest: auth/<name>-<timestamp>).
+func readResults(t *testing.T, dir string) map[string]result {
+	t.Helper()
+	results := map[string]result{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "checks.json" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		name := stamp.ReplaceAllString(filepath.ToSlash(rel), "")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r result
+		if err := json.Unmarshal(data, &r.checks); err != nil {
+			t.Errorf("%s: %v", path, err)
+			return nil
+		}
+		stderr, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "stderr.txt"))
+		for _, line := range strings.Split(string(stderr), "\n") {
+			if rest, ok := strings.CutPrefix(line, adapterFailure); ok {
+				r.adapter = rest
+			}
+		}
+		results[name] = r
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}

@@ -169,15 +169,19 @@ func (c cacheStore) path(id string) string { return filepath.Join(c.dir, id+".js
 // that is unreadable, corrupt, of another format or of another definition
 // is an error that says so, and the server starts cold.
 func (c cacheStore) load(srv cue.Server) (*Metadata, error) {
-	f, err := os.Open(c.path(srv.ID))
+	path := c.path(srv.ID)
+	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("metadata cache: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCacheFile+1))
+	if info.Size() > maxCacheFile {
+		return nil, fmt.Errorf("metadata cache: file over %d bytes ignored", maxCacheFile)
+	}
+	// os.ReadFile sizes its buffer from the file: one allocation.
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("metadata cache: %w", err)
 	}

@@ -6,20 +6,30 @@ import "sync"
 // to show why it died, never an unbounded buffer however much it prints.
 type ring struct {
 	mu    sync.Mutex
+	size  int // capacity, allocated on the first write
 	buf   []byte
 	start int // index of the oldest byte when full
 	full  bool
 	total int64 // bytes ever written
 }
 
-func newRing(n int) *ring { return &ring{buf: make([]byte, 0, n)} }
+// newRing returns a ring that keeps n bytes. It allocates nothing until
+// written to: most servers never print to stderr, and HTTP servers have
+// none.
+func newRing(n int) *ring { return &ring{size: n} }
 
 // Write implements io.Writer; it never fails.
 func (r *ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(p)
+	if n == 0 {
+		return 0, nil
+	}
 	r.total += int64(n)
+	if r.buf == nil {
+		r.buf = make([]byte, 0, r.size)
+	}
 	c := cap(r.buf)
 	if n >= c {
 		r.buf = append(r.buf[:0], p[n-c:]...)

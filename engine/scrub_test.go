@@ -30,6 +30,10 @@ func TestScrubber(t *testing.T) {
 
 func TestRing(t *testing.T) {
 	r := newRing(8)
+	r.Write(nil)
+	if len(r.Bytes()) != 0 || r.buf != nil {
+		t.Error("an empty write allocated or stored")
+	}
 	r.Write([]byte("abc"))
 	r.Write([]byte("defghij"))
 	if got := string(r.Bytes()); got != "cdefghij" {

@@ -63,6 +63,18 @@ type Options struct {
 	// commands that inspect or manage servers without running them all.
 	// Zero: they start in the background.
 	Passive bool
+	// Authorize gets a user's authorization for a server with auth type
+	// "oauth": it shows authURL to the user (in a browser), waits for the
+	// authorization server to redirect to the redirect_uri that authURL
+	// names (http://127.0.0.1:<port>/callback, a port that was free when
+	// the engine chose it), and returns that redirect's full URL; the
+	// engine reads code, state, iss (RFC 9207) and error from it. ctx ends
+	// after the authTimeoutMs setting, or when the caller of the
+	// connection gives up; calls for one server never overlap. Zero: an
+	// OAuth server that needs a user's authorization goes to needs_auth,
+	// with a lastError that says so, and nothing blocks; stored tokens are
+	// still used and refreshed.
+	Authorize func(ctx context.Context, server string, authURL string) (callbackURL string, err error)
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for

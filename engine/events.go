@@ -42,6 +42,12 @@ type Event struct {
 	Progress float64 `json:"progress,omitempty"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
+	// AuthStatus is set on mcp_auth_update: "authorized" (a token was
+	// obtained), "failed" (Error says why) or "required" (the engine has
+	// no Options.Authorize to ask the user with). mcp_auth_request, which
+	// comes first, says a server asked for authorization. Neither carries
+	// a URL, code or token.
+	AuthStatus string `json:"authStatus,omitempty"`
 }
 
 // bus fans events out to subscribers. A subscriber that does not keep up
@@ -86,9 +92,12 @@ func (b *bus) subscribe(buffer int) (*subscription, func()) {
 	return s, func() {
 		once.Do(func() {
 			b.mu.Lock()
+			_, live := b.subs[s]
 			delete(b.subs, s)
 			b.mu.Unlock()
-			close(s.ch)
+			if live { // closeAll closed it already when the engine closed
+				close(s.ch)
+			}
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -124,7 +125,8 @@ func notSupported(status int32) bool {
 // connectHTTP connects to an HTTP server, falling back from Streamable
 // HTTP to SSE when the transport was not named and the server says it
 // does not speak Streamable HTTP. It returns the transport that worked.
-func connectHTTP(ctx context.Context, client *mcp.Client, srv cue.Server, endpoint string, ht *headerTransport, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, string, error) {
+// oauth, when not nil, authorizes the Streamable HTTP requests.
+func connectHTTP(ctx context.Context, client *mcp.Client, srv cue.Server, endpoint string, ht *headerTransport, oauth auth.OAuthHandler, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, string, error) {
 	hc := httpClient(ht)
 	if srv.Transport == cue.TransportSSE && !srv.TransportAuto {
 		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
@@ -132,7 +134,7 @@ func connectHTTP(ctx context.Context, client *mcp.Client, srv cue.Server, endpoi
 	}
 	// The SDK's default retries resume a call's stream (GET with
 	// Last-Event-ID) when the server closes it mid-call.
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, OAuthHandler: oauth}, opts)
 	if err == nil || !srv.TransportAuto || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
 		return cs, cue.TransportStreamableHTTP, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -55,6 +56,7 @@ type supervisor struct {
 	refreshing      bool
 	stderr          *ring
 	scrub           scrubber
+	oauth           oauthState // for auth type oauth (oauth.go)
 }
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
@@ -172,9 +174,17 @@ func (s *supervisor) connect(ctx context.Context) error {
 	sctx, cancelSession := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
-	cs, transport, status, err := s.open(sctx)
+	cs, transport, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
 	expired := !timer.Stop()
 	stopWatch()
+	if err != nil {
+		if authErr := s.takeAuthFailure(); authErr != nil {
+			// The OAuth handler left the server in needs_auth, saying why.
+			cancelSession()
+			s.noteFailure()
+			return authErr
+		}
+	}
 	if err != nil && unauthorized(status) && ctx.Err() == nil {
 		cancelSession()
 		s.noteFailure()
@@ -247,7 +257,15 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, int3
 		return nil, "", 0, err
 	}
 	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub}
-	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, nil)
+	var oauth auth.OAuthHandler
+	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {
+		h, err := s.newOAuthHandler(endpoint)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		oauth = h
+	}
+	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, nil)
 	return cs, transport, ht.lastPOST.Load(), err
 }
 

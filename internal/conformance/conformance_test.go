@@ -28,20 +28,30 @@ var coreClientScenarios = map[string]string{
 	"tools_call":                          "",
 	"elicitation-sep1034-client-defaults": "no elicitation support: the engine's client declares no elicitation capability",
 	"sse-retry":                           "",
-	"auth/metadata-default":               "no OAuth support yet",
-	"auth/metadata-var1":                  "no OAuth support yet",
-	"auth/metadata-var2":                  "no OAuth support yet",
-	"auth/metadata-var3":                  "no OAuth support yet",
-	"auth/basic-cimd":                     "no OAuth support yet",
-	"auth/scope-from-www-authenticate":    "no OAuth support yet",
-	"auth/scope-from-scopes-supported":    "no OAuth support yet",
-	"auth/scope-omitted-when-undefined":   "no OAuth support yet",
-	"auth/scope-step-up":                  "no OAuth support yet",
-	"auth/scope-retry-limit":              "no OAuth support yet",
-	"auth/token-endpoint-auth-basic":      "no OAuth support yet",
-	"auth/token-endpoint-auth-post":       "no OAuth support yet",
-	"auth/token-endpoint-auth-none":       "no OAuth support yet",
-	"auth/pre-registration":               "no OAuth support yet",
+	"auth/metadata-default":               "",
+	"auth/metadata-var1":                  "",
+	"auth/metadata-var2":                  "",
+	"auth/metadata-var3":                  "",
+	"auth/basic-cimd":                     "",
+	"auth/scope-from-www-authenticate":    "",
+	"auth/scope-from-scopes-supported":    "",
+	"auth/scope-omitted-when-undefined":   "",
+	"auth/scope-step-up":                  "",
+	"auth/scope-retry-limit":              "",
+	"auth/token-endpoint-auth-basic":      "",
+	"auth/token-endpoint-auth-post":       "",
+	"auth/token-endpoint-auth-none":       "",
+	"auth/pre-registration":               "",
+}
+
+// clientErrorAllowed lists the scenarios whose definition in the suite
+// sets allowClientError: the client is expected to give up, so its exit
+// status (and the adapter's failure line) does not count, as in the
+// suite's own verdict.
+var clientErrorAllowed = map[string]bool{
+	// The server answers 403 insufficient_scope forever: a client that
+	// stops after a few authorizations passes.
+	"auth/scope-retry-limit": true,
 }
 
 // adapterFailure starts the line the adapter writes to stderr when it
@@ -60,10 +70,13 @@ type check struct {
 type result struct {
 	checks  []check
 	adapter string // the adapter's failure line, if it failed
+	// allowClientError is set for a scenario in clientErrorAllowed.
+	allowClientError bool
 }
 
 // passed applies the suite's own rule: no failed check, no warning, and
-// the client exited 0. A scenario with no passed check has not passed.
+// the client exited 0 (unless the scenario allows a client error). A
+// scenario with no passed check has not passed.
 func (r result) passed() bool {
 	ok := false
 	for _, c := range r.checks {
@@ -74,7 +87,7 @@ func (r result) passed() bool {
 			ok = true
 		}
 	}
-	return ok && r.adapter == ""
+	return ok && (r.adapter == "" || r.allowClientError)
 }
 
 // why summarizes a failure: the failed checks and the adapter's error.
@@ -171,6 +184,8 @@ func TestClientCoreSuite(t *testing.T) {
 		report.WriteString("  " + status + "  " + name)
 		if !r.passed() {
 			report.WriteString("  (" + r.why() + ")")
+		} else if r.adapter != "" {
+			report.WriteString("  (the client gave up, as the scenario allows: " + r.adapter + ")")
 		}
 		report.WriteString("\n")
 	}
@@ -209,6 +224,7 @@ func readResults(t *testing.T, dir string) map[string]result {
 				r.adapter = rest
 			}
 		}
+		r.allowClientError = clientErrorAllowed[name]
 		results[name] = r
 		return nil
 	})

@@ -6,7 +6,9 @@
 // with the scenario's name in MCP_CONFORMANCE_SCENARIO. The adapter
 // builds a voltmcp engine whose only server, "upstream", is that URL over
 // Streamable HTTP, connects it (initialize plus discovery), and then does
-// what the scenario asks of a client, through engine calls only. It exits
+// what the scenario asks of a client, through engine calls only. The
+// server's auth is OAuth, as a user would configure it, with a headless
+// authorizer in place of a browser. It exits
 // 0 when every step worked, and non-zero with the reason on stderr
 // otherwise; the suite's own checks decide whether the scenario passed.
 //
@@ -15,9 +17,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -28,6 +33,58 @@ import (
 
 // serverID is the id of the one configured server.
 const serverID = "upstream"
+
+// clientMetadataURL is the client ID metadata document URL the suite's
+// authorization servers accept (auth/basic-cimd); servers that do not
+// support such documents get a dynamic registration instead.
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+// secretVar is the variable the pre-registered client secret is read
+// from, as a user's config would refer to it.
+const secretVar = "CONFORMANCE_CLIENT_SECRET"
+
+// scenarioContext is what the suite passes in MCP_CONFORMANCE_CONTEXT:
+// pre-registered client credentials (auth/pre-registration).
+type scenarioContext struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+}
+
+// oauthConfig is the auth a user would configure for the scenario's
+// server: the pre-registered client when the suite gives one, else a
+// client ID metadata document with dynamic registration as the fallback.
+func oauthConfig(sc scenarioContext) *cue.Auth {
+	if sc.ClientID != "" {
+		a := &cue.Auth{Type: "oauth", ClientID: sc.ClientID}
+		if sc.ClientSecret != "" {
+			a.ClientSecret = "${env:" + secretVar + "}"
+		}
+		return a
+	}
+	return &cue.Auth{Type: "oauth", ClientMetadataURL: clientMetadataURL}
+}
+
+// authorize stands in for the user's browser: the suite's authorization
+// servers redirect at once to the redirect URI with the code and state,
+// so one GET that does not follow the redirect reads them.
+func authorize(ctx context.Context, _ string, authURL string) (callbackURL string, err error) {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.Header.Get("Location") == "" {
+		return "", fmt.Errorf("authorization endpoint answered %s without a usable redirect", resp.Status)
+	}
+	// The engine reads code, state, iss and error from the redirect.
+	return loc.String(), nil
+}
 
 // toolFor names the tool a scenario's server expects the client to call,
 // with its arguments. A scenario not listed only needs a connection and
@@ -67,6 +124,12 @@ func run(ctx context.Context, url, scenario string) error {
 		return err
 	}
 	defer os.RemoveAll(agentDir)
+	var sc scenarioContext
+	if raw := os.Getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
+			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
 	cfg := &cue.Config{Servers: []cue.Server{{
 		ID:                 serverID,
 		Key:                serverID,
@@ -78,13 +141,20 @@ func run(ctx context.Context, url, scenario string) error {
 		DiscoveryTimeoutMs: 10_000,
 		CallTimeoutMs:      15_000,
 		MetadataRefreshMs:  int64(time.Hour / time.Millisecond),
+		Auth:               oauthConfig(sc),
 	}}}
 	e, err := engine.New(ctx, engine.Options{
-		Config:    cfg,
-		AgentDir:  agentDir,
-		Project:   agentDir,
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv: func(string) (string, bool) { return "", false },
+		Config:   cfg,
+		AgentDir: agentDir,
+		Project:  agentDir,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		LookupEnv: func(name string) (string, bool) {
+			if name == secretVar && sc.ClientSecret != "" {
+				return sc.ClientSecret, true
+			}
+			return "", false
+		},
+		Authorize: authorize,
 	})
 	if err != nil {
 		return err

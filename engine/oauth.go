@@ -1,0 +1,568 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+// OAuth for HTTP servers with auth type "oauth". The SDK's authorization
+// code handler does the protocol (protected resource and authorization
+// server metadata, client registration, PKCE, the token exchange and
+// refresh); this file adapts it to the supervisor: statuses, events,
+// scrubbing, the user's authorization through Options.Authorize, and the
+// token store.
+
+const (
+	tokenFormat        = 1
+	maxTokenFile       = 1 << 20
+	defaultAuthTimeout = 5 * time.Minute // the default of the authTimeoutMs setting
+)
+
+// Values of Event.AuthStatus on mcp_auth_update.
+const (
+	authAuthorized = "authorized" // a token was obtained
+	authFailed     = "failed"     // the authorization failed; Error says why
+	authRequired   = "required"   // the engine has no Options.Authorize to ask with
+)
+
+// oauthState is what a supervisor keeps of OAuth across its connections:
+// the token source in use, so a reconnect reuses it without reading the
+// store, and one authorization at a time.
+type oauthState struct {
+	mu       sync.Mutex
+	sem      chan struct{} // held while an authorization runs
+	ts       *storedTokenSource
+	endpoint string // the URL ts was issued for
+	gen      uint64 // bumps at each successful authorization
+	failure  error  // why an authorization failed while connecting; connect takes it
+}
+
+func (o *oauthState) init() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sem == nil {
+		o.sem = make(chan struct{}, 1)
+	}
+}
+
+// acquire waits for the right to run an authorization.
+func (o *oauthState) acquire(ctx context.Context) (release func(), err error) {
+	o.init()
+	select {
+	case o.sem <- struct{}{}:
+		return func() { <-o.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (o *oauthState) generation() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gen
+}
+
+// takeAuthFailure returns, and forgets, why an authorization failed while
+// the server was connecting. The status is then needs_auth, and lastError
+// says why.
+func (s *supervisor) takeAuthFailure() error {
+	s.oauth.mu.Lock()
+	defer s.oauth.mu.Unlock()
+	err := s.oauth.failure
+	s.oauth.failure = nil
+	return err
+}
+
+// oauthHandler is the auth.OAuthHandler of one connection attempt to an
+// OAuth server. Each attempt gets a fresh one, with a fresh loopback
+// redirect port; the token source carries over through oauthState.
+type oauthHandler struct {
+	s            *supervisor
+	sdk          *auth.AuthorizationCodeHandler
+	client       *http.Client
+	endpoint     string
+	resourceMeta string   // auth.resourceMetadataUrl, expanded
+	scopes       []string // auth.scope, split
+	authTimeout  time.Duration
+	stepUp       bool // set while a step-up authorization runs (one at a time)
+}
+
+var _ auth.OAuthHandler = (*oauthHandler)(nil)
+
+// newOAuthHandler builds the handler for a connection to endpoint from
+// the server's auth config: a pre-registered client when clientId is
+// set; else a client ID metadata document when clientMetadataUrl is set,
+// with dynamic registration as the fallback for an authorization server
+// that does not support those documents; else dynamic registration.
+func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
+	a := s.cfg.Auth
+	if s.cfg.Transport == cue.TransportSSE && !s.cfg.TransportAuto {
+		return nil, errors.New(`auth: oauth works over Streamable HTTP only, not "transport": "sse"`)
+	}
+	if a.Flow == "device" {
+		return nil, errors.New(`auth: the "device" flow is not supported yet; use "browser" or "auto"`)
+	}
+	expand := func(field, v string, secret bool) (string, error) {
+		out, err := cue.ExpandEnv(v, s.e.lookup)
+		if err != nil {
+			return "", fmt.Errorf("auth %s: %w", field, err)
+		}
+		if secret || cue.HasEnvRef(v) && field != "clientId" {
+			s.scrub.add(out)
+		}
+		return out, nil
+	}
+	clientID, err := expand("clientId", a.ClientID, false)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := expand("clientSecret", a.ClientSecret, true)
+	if err != nil {
+		return nil, err
+	}
+	metaURL, err := expand("clientMetadataUrl", a.ClientMetadataURL, false)
+	if err != nil {
+		return nil, err
+	}
+	resourceMeta, err := expand("resourceMetadataUrl", a.ResourceMetadataURL, false)
+	if err != nil {
+		return nil, err
+	}
+	scope, err := expand("scope", a.Scope, false)
+	if err != nil {
+		return nil, err
+	}
+	redirect, err := loopbackRedirect()
+	if err != nil {
+		return nil, err
+	}
+	timeout := defaultAuthTimeout
+	if n := s.e.Config().Settings.AuthTimeoutMs; n > 0 {
+		timeout = ms(n)
+	}
+	h := &oauthHandler{s: s, client: httpClient(s.e.httpBase), endpoint: endpoint, resourceMeta: resourceMeta,
+		scopes: strings.Fields(scope), authTimeout: timeout}
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:              redirect,
+		AuthorizationCodeFetcher: h.fetchCode,
+		Client:                   h.client,
+		RequestRefreshToken:      true,
+		NewTokenSource:           h.newTokenSource,
+	}
+	if len(h.scopes) > 0 {
+		cfg.ScopeFilter = h.filterScopes
+	}
+	dcr := &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{redirect}, ClientName: "voltmcp", ResponseTypes: []string{"code"},
+		GrantTypes: []string{"authorization_code", "refresh_token"}, TokenEndpointAuthMethod: a.TokenEndpointAuthMethod,
+	}}
+	switch {
+	case clientID != "":
+		creds := &oauthex.ClientCredentials{ClientID: clientID}
+		if secret != "" && a.TokenEndpointAuthMethod != "none" {
+			creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
+		}
+		cfg.PreregisteredClient = creds
+	case metaURL != "":
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: metaURL}
+		cfg.DynamicClientRegistrationConfig = dcr
+	default:
+		cfg.DynamicClientRegistrationConfig = dcr
+	}
+	s.oauth.mu.Lock()
+	s.oauth.failure = nil
+	if s.oauth.ts != nil && s.oauth.endpoint == endpoint && !s.oauth.ts.isDead() {
+		cfg.InitialTokenSource = s.oauth.ts
+	}
+	s.oauth.mu.Unlock()
+	if cfg.InitialTokenSource == nil {
+		if ts := s.loadToken(endpoint, h.client, clientID, secret); ts != nil {
+			s.oauth.mu.Lock()
+			s.oauth.ts, s.oauth.endpoint = ts, endpoint
+			s.oauth.mu.Unlock()
+			cfg.InitialTokenSource = ts
+		}
+	}
+	sdk, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	h.sdk = sdk
+	return h, nil
+}
+
+// loopbackRedirect returns http://127.0.0.1:<port>/callback with a port
+// that is free now, for a surface to listen on during the authorization
+// (RFC 8252 loopback redirect).
+func loopbackRedirect() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("auth: pick a loopback port for the redirect: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return "http://127.0.0.1:" + strconv.Itoa(port) + "/callback", nil
+}
+
+// TokenSource returns the token source in use, nil before any token.
+func (h *oauthHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	return h.sdk.TokenSource(ctx)
+}
+
+// Authorize runs when a request is answered 401, or 403: it gets a user's
+// authorization through Options.Authorize, or, without one, records that
+// an authorization is required. Either way it never blocks beyond
+// authTimeoutMs. While the server is connecting, the status goes
+// needs_auth → authenticating → connecting (or back to needs_auth when
+// the authorization fails); an authorization on a live session (a
+// step-up) shows only as events.
+func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	s := h.s
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	stepUp := resp.StatusCode == http.StatusForbidden
+	if stepUp && bearerParam(challenges, "error") != "insufficient_scope" {
+		// Not a scope problem: the SDK lets the request fail as answered.
+		return h.sdk.Authorize(ctx, req, resp)
+	}
+	gen := s.oauth.generation()
+	release, err := s.oauth.acquire(ctx)
+	if err != nil {
+		discard(resp)
+		return err
+	}
+	defer release()
+	if s.oauth.generation() != gen {
+		// Another request got a token while this one waited: retry with it.
+		discard(resp)
+		return nil
+	}
+	connecting := s.getStatus() == StatusConnecting
+	s.e.bus.publish(Event{Type: EventAuthRequest, Server: s.cfg.ID})
+	if s.e.opts.Authorize == nil {
+		discard(resp)
+		err := fmt.Errorf("authorization required: run the OAuth authorization for server %s from a surface that can ask the user "+
+			"(this engine has no Options.Authorize)", s.cfg.ID)
+		h.failed(connecting, err, authRequired)
+		return err
+	}
+	if connecting {
+		s.setStatus(StatusNeedsAuth, "")
+		s.setStatus(StatusAuthenticating, "")
+	}
+	// The user may take longer than connectTimeoutMs: authTimeoutMs bounds
+	// the authorization, and the connect timeout starts again after it.
+	if t, d := connectTimerFrom(ctx); t != nil && t.Stop() {
+		defer t.Reset(d)
+	}
+	actx, cancel := context.WithTimeout(ctx, h.authTimeout)
+	defer cancel()
+	if h.resourceMeta != "" {
+		// The configured metadata URL comes first; the SDK takes the first.
+		key := http.CanonicalHeaderKey("WWW-Authenticate")
+		resp.Header[key] = append([]string{fmt.Sprintf("Bearer resource_metadata=%q", h.resourceMeta)}, resp.Header[key]...)
+	}
+	h.stepUp = stepUp
+	err = h.sdk.Authorize(actx, req, resp)
+	h.stepUp = false
+	if err != nil {
+		if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no authorization after %s (authTimeoutMs): %w", h.authTimeout, err)
+		}
+		err = s.scrub.err(fmt.Errorf("authorization failed: %w", err))
+		h.failed(connecting, err, authFailed)
+		return err
+	}
+	s.oauth.mu.Lock()
+	s.oauth.gen++
+	s.oauth.mu.Unlock()
+	s.e.bus.publish(Event{Type: EventAuthUpdate, Server: s.cfg.ID, AuthStatus: authAuthorized})
+	if connecting {
+		s.setStatus(StatusConnecting, "")
+	}
+	return nil
+}
+
+// failed reports a failed or impossible authorization. While connecting,
+// the server goes to needs_auth with the reason as its last error, and
+// connect returns that reason.
+func (h *oauthHandler) failed(connecting bool, err error, status string) {
+	s := h.s
+	s.log.Info("oauth authorization", "status", status, "err", err)
+	s.e.bus.publish(Event{Type: EventAuthUpdate, Server: s.cfg.ID, AuthStatus: status, Error: err.Error()})
+	if !connecting {
+		return
+	}
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+	s.setStatus(StatusNeedsAuth, "")
+	s.oauth.mu.Lock()
+	s.oauth.failure = fmt.Errorf("server %s: %w", s.cfg.ID, err)
+	s.oauth.mu.Unlock()
+}
+
+// fetchCode asks the user, through Options.Authorize, to authorize at
+// authURL, and reads the code, state and issuer the authorization server
+// redirected back with.
+func (h *oauthHandler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	callback, err := h.s.e.opts.Authorize(ctx, h.s.cfg.ID, args.URL)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(callback)
+	if err != nil {
+		return nil, errors.New("the authorization returned an unreadable redirect")
+	}
+	q := u.Query()
+	if e := q.Get("error"); e != "" {
+		// error and error_description come from the server: bounded text.
+		desc := q.Get("error_description")
+		if len(desc) > 200 {
+			desc = desc[:200]
+		}
+		return nil, fmt.Errorf("the authorization was refused: %s %s", e, strings.ToValidUTF8(desc, "?"))
+	}
+	code := q.Get("code")
+	if code == "" {
+		return nil, errors.New("the authorization returned no code")
+	}
+	h.s.scrub.add(code)
+	return &auth.AuthorizationResult{Code: code, State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+// filterScopes requests the configured scopes instead of those the server
+// advertises; a step-up (403 insufficient_scope) adds what the server
+// asks for.
+func (h *oauthHandler) filterScopes(discovered []string) []string {
+	out := slices.Clone(h.scopes)
+	if h.stepUp {
+		for _, sc := range discovered {
+			if !slices.Contains(out, sc) {
+				out = append(out, sc)
+			}
+		}
+	}
+	return out
+}
+
+// newTokenSource wraps the token source of a fresh token so that it, and
+// every refresh of it, is stored and scrubbed.
+func (h *oauthHandler) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	s := h.s
+	s.scrub.add(cfg.ClientSecret)
+	file := tokenFile{Format: tokenFormat, Server: s.cfg.ID, URL: cue.RedactURL(h.endpoint), URLHash: urlHash(h.endpoint),
+		ClientID: cfg.ClientID, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: cfg.Scopes}
+	if cfg.ClientSecret != "" && !h.configuredSecret(cfg.ClientSecret) {
+		file.ClientSecret = cfg.ClientSecret // issued at registration: needed to refresh
+	}
+	ts := &storedTokenSource{s: s, base: cfg.TokenSource(ctx, tok), file: file}
+	s.oauth.mu.Lock()
+	s.oauth.ts, s.oauth.endpoint = ts, h.endpoint
+	s.oauth.mu.Unlock()
+	return ts, nil
+}
+
+// configuredSecret reports whether secret is the one the config gives:
+// that one stays in the config (or the environment), never in the store.
+func (h *oauthHandler) configuredSecret(secret string) bool {
+	v, err := cue.ExpandEnv(h.s.cfg.Auth.ClientSecret, h.s.e.lookup)
+	return err == nil && v == secret
+}
+
+// bearerParam returns a parameter of the first Bearer challenge that has it.
+func bearerParam(cs []oauthex.Challenge, name string) string {
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params[name] != "" {
+			return c.Params[name]
+		}
+	}
+	return ""
+}
+
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
+// connectTimerKey carries connect's timeout timer to the OAuth handler,
+// which stops it while the user authorizes.
+type connectTimerKey struct{}
+
+type connectTimer struct {
+	t *time.Timer
+	d time.Duration
+}
+
+func withConnectTimer(ctx context.Context, t *time.Timer, d time.Duration) context.Context {
+	return context.WithValue(ctx, connectTimerKey{}, connectTimer{t, d})
+}
+
+func connectTimerFrom(ctx context.Context) (*time.Timer, time.Duration) {
+	ct, _ := ctx.Value(connectTimerKey{}).(connectTimer)
+	return ct.t, ct.d
+}
+
+// tokenFile is a server's stored OAuth token: <agent-dir>/mcp/auth/<id>.json,
+// 0600. It is used only for the URL it was issued for.
+type tokenFile struct {
+	Format int    `json:"format"`
+	Server string `json:"server"`
+	// URL is the endpoint with its credentials redacted, for people;
+	// URLHash is the sha256 of the endpoint as connected to.
+	URL     string `json:"url"`
+	URLHash string `json:"urlSha256"`
+	// The client the token was issued to, for refreshing it. ClientSecret
+	// is only one the authorization server issued at registration; a
+	// configured secret stays in the config.
+	ClientID     string        `json:"clientId"`
+	ClientSecret string        `json:"clientSecret,omitempty"`
+	TokenURL     string        `json:"tokenUrl"`
+	AuthStyle    int           `json:"authStyle"`
+	Scopes       []string      `json:"scopes,omitempty"`
+	Token        *oauth2.Token `json:"token"`
+	SavedAt      time.Time     `json:"savedAt"`
+}
+
+func urlHash(u string) string {
+	sum := sha256.Sum256([]byte(u))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *supervisor) tokenPath() string {
+	return filepath.Join(s.e.opts.AgentDir, "mcp", "auth", s.cfg.ID+".json")
+}
+
+// loadToken reads the stored token for endpoint. It returns nil when
+// there is none usable: no file, another URL, a file others can read, an
+// expired token that cannot be refreshed.
+func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string) *storedTokenSource {
+	path := s.tokenPath()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		s.log.Warn("oauth token store", "err", err)
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("oauth token store: ignoring a token file that others can read", "file", path)
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil || len(data) > maxTokenFile {
+		s.log.Warn("oauth token store: unreadable token file ignored", "file", path)
+		return nil
+	}
+	var tf tokenFile
+	if err := json.Unmarshal(data, &tf); err != nil {
+		s.log.Warn("oauth token store: corrupt token file ignored", "file", path)
+		return nil
+	}
+	switch {
+	case tf.Format != tokenFormat || tf.Server != s.cfg.ID || tf.Token == nil || tf.Token.AccessToken == "":
+		return nil
+	case tf.URLHash != urlHash(endpoint):
+		s.log.Info("oauth token store: the stored token is for another URL; not used")
+		return nil
+	case !tf.Token.Valid() && tf.Token.RefreshToken == "":
+		return nil // expired, and nothing to refresh it with
+	}
+	if tf.ClientSecret == "" && tf.ClientID == clientID {
+		tf.ClientSecret = secret
+	}
+	s.scrub.add(tf.Token.AccessToken, tf.Token.RefreshToken, tf.ClientSecret)
+	cfg := &oauth2.Config{ClientID: tf.ClientID, ClientSecret: tf.ClientSecret, Scopes: tf.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: tf.TokenURL, AuthStyle: oauth2.AuthStyle(tf.AuthStyle)}}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, client)
+	file := tf
+	file.Token = nil
+	if file.ClientSecret == secret {
+		file.ClientSecret = ""
+	}
+	return &storedTokenSource{s: s, base: cfg.TokenSource(ctx, tf.Token), file: file, last: tf.Token.AccessToken}
+}
+
+// storedTokenSource hands out a server's token, refreshing it when it
+// expires, and stores every new one. After a failed refresh it answers
+// invalid_grant, which the SDK's transport takes as "no token": the
+// request goes without one, and the server's 401 starts a new
+// authorization rather than every request failing.
+type storedTokenSource struct {
+	s    *supervisor
+	base oauth2.TokenSource
+	file tokenFile // what is stored beside the token
+
+	mu   sync.Mutex
+	last string // the access token last stored
+	dead bool
+}
+
+func (t *storedTokenSource) isDead() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dead
+}
+
+// errNeedsGrant is what a storedTokenSource answers once it cannot
+// refresh.
+var errNeedsGrant = &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "the token could not be refreshed"}
+
+func (t *storedTokenSource) Token() (*oauth2.Token, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dead {
+		return nil, errNeedsGrant
+	}
+	tok, err := t.base.Token()
+	if err != nil {
+		t.dead = true
+		t.s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", t.s.scrub.err(err))
+		return nil, errNeedsGrant
+	}
+	if tok.AccessToken != t.last {
+		t.s.scrub.add(tok.AccessToken, tok.RefreshToken)
+		t.last = tok.AccessToken
+		f := t.file
+		f.Token, f.SavedAt = tok, time.Now().UTC()
+		if err := t.s.saveToken(&f); err != nil {
+			t.s.log.Warn("oauth token store", "err", t.s.scrub.err(err))
+		}
+	}
+	return tok, nil
+}
+
+// saveToken writes a token file atomically, 0600.
+func (s *supervisor) saveToken(f *tokenFile) error {
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("oauth token store: %w", err)
+	}
+	if err := cue.WriteFileAtomic(s.tokenPath(), data, 0o600); err != nil {
+		return fmt.Errorf("oauth token store: %w", err)
+	}
+	return nil
+}

@@ -75,6 +75,12 @@ type Options struct {
 	// with a lastError that says so, and nothing blocks; stored tokens are
 	// still used and refreshed.
 	Authorize func(ctx context.Context, server string, authURL string) (callbackURL string, err error)
+	// Elicit answers a server's request for input from the user
+	// (elicitation/create) while one of its calls runs. The request's text
+	// and schema come from the server: untrusted, to show as such. An
+	// "accept" with fields left out gets the schema's defaults. Zero: the
+	// engine declares no elicitation capability, so servers may not ask.
+	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for

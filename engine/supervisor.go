@@ -238,12 +238,20 @@ func (s *supervisor) connect(ctx context.Context) error {
 // server it also returns the status of the last POST, which tells an
 // authorization failure from others.
 func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, int32, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "voltmcp", Version: s.e.version}, &mcp.ClientOptions{
+	copts := &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.refreshAsync("prompts/list_changed") },
 		ProgressNotificationHandler: s.progress,
-	})
+	}
+	if elicit := s.e.opts.Elicit; elicit != nil {
+		// Declared only when a surface can ask the user; otherwise the
+		// client has no elicitation capability and servers must not ask.
+		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return elicit(ctx, s.cfg.ID, req)
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "voltmcp", Version: s.e.version}, copts)
 	if s.cfg.IsStdio() {
 		t, err := s.stdioTransport()
 		if err != nil {

@@ -26,7 +26,7 @@ import (
 var coreClientScenarios = map[string]string{
 	"initialize":                          "",
 	"tools_call":                          "",
-	"elicitation-sep1034-client-defaults": "no elicitation support: the engine's client declares no elicitation capability",
+	"elicitation-sep1034-client-defaults": "",
 	"sse-retry":                           "",
 	"auth/metadata-default":               "",
 	"auth/metadata-var1":                  "",

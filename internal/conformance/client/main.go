@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -155,6 +156,11 @@ func run(ctx context.Context, url, scenario string) error {
 			return "", false
 		},
 		Authorize: authorize,
+		// A user who accepts and leaves every field at its default: the
+		// engine fills in the schema's defaults (SEP-1034).
+		Elicit: func(context.Context, string, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
 	})
 	if err != nil {
 		return err

@@ -129,27 +129,50 @@ func TestClientCoreSuite(t *testing.T) {
 		t.Fatalf("go build ./client: %v\n%s", err, out)
 	}
 
-	outDir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, suite, "client",
-		"--command", adapter, "--suite", "core", "--timeout", "30000", "-o", outDir)
-	cmd.Dir = t.TempDir()
-	// The scenario servers listen on a port only: keep them on loopback.
-	cmd.Env = append(os.Environ(), `NODE_OPTIONS=--require "`+preload+`"`)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run() // exits 1 when any scenario fails, as some do
-	t.Logf("conformance client --suite core: %v in %s", err, time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Fatalf("the suite did not finish in time:\n%s", out.String())
+	// run runs the suite (or one scenario of it) and reads its results.
+	run := func(selector ...string) (map[string]result, string, error) {
+		outDir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		args := append([]string{suite, "client", "--command", adapter}, selector...)
+		cmd := exec.CommandContext(ctx, node, append(args, "--timeout", "30000", "-o", outDir)...)
+		cmd.Dir = t.TempDir()
+		// The scenario servers listen on a port only: keep them on loopback.
+		cmd.Env = append(os.Environ(), `NODE_OPTIONS=--require "`+preload+`"`)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		err := cmd.Run() // exits 1 when any scenario fails, as some do
+		t.Logf("conformance client %s: %v in %s", strings.Join(selector, " "), err, time.Since(start).Round(time.Millisecond))
+		if ctx.Err() != nil {
+			t.Fatalf("the suite did not finish in time:\n%s", out.String())
+		}
+		return readResults(t, outDir), out.String(), err
 	}
-
-	results := readResults(t, outDir)
+	results, output, err := run("--suite", "core")
 	if len(results) == 0 {
-		t.Fatalf("the suite wrote no results (exit: %v):\n%s", err, out.String())
+		t.Fatalf("the suite wrote no results (exit: %v):\n%s", err, output)
 	}
+	// The suite runs its scenarios in parallel, and some check timing
+	// (sse-retry wants the reconnection within its retry delay). A
+	// scenario that should pass but failed gets two more runs on its own
+	// before it counts as a failure; a retry that passes is logged.
+	for name, r := range results {
+		if reason, known := coreClientScenarios[name]; !known || reason != "" || r.passed() {
+			continue
+		}
+		for attempt := 1; attempt <= 2; attempt++ {
+			again, _, _ := run("--scenario", name)
+			if a, ok := again[name]; ok {
+				if a.passed() {
+					t.Logf("scenario %s failed in the full run (%s) and passed alone on retry %d", name, r.why(), attempt)
+					results[name] = a
+					break
+				}
+			}
+		}
+	}
+	out := bytes.NewBufferString(output)
 	var names []string
 	for name := range coreClientScenarios {
 		names = append(names, name)

@@ -81,6 +81,13 @@ type Options struct {
 	// "accept" with fields left out gets the schema's defaults. Zero: the
 	// engine declares no elicitation capability, so servers may not ask.
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Classify rates a tool's risk. Zero: from its MCP annotations, else
+	// unknown. The wasm classifiers plug in here.
+	Classify func(server string, t Tool) (Risk, string)
+	// Decide says whether a tool is exposed and callable. Zero: the
+	// server's includeTools and excludeTools globs, exclude winning. The
+	// Rego tools policy plugs in here.
+	Decide func(in ToolInput) ToolDecision
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for
@@ -95,6 +102,14 @@ type Engine struct {
 	cache    cacheStore
 	bus      bus
 	schema   *cue.Schema
+
+	ixMu    sync.Mutex // guards the search index cache
+	ix      *searchIndex
+	ixTools map[string]Tool
+	ixKey   string
+
+	outOnce sync.Once
+	out     *outputStore
 
 	mu      sync.Mutex
 	closed  bool
@@ -219,6 +234,27 @@ func (e *Engine) Close() error {
 	wg.Wait()
 	e.bus.closeAll()
 	return nil
+}
+
+// outputs returns the sidecar store, made on first use.
+func (e *Engine) outputs() *outputStore {
+	e.outOnce.Do(func() {
+		set := e.Config().Settings
+		e.out = newOutputStore(filepath.Join(e.opts.AgentDir, "mcp", "outputs"), e.workspace(),
+			ms(set.OutputCacheTtlMs), set.OutputCacheMaxBytes, time.Now)
+		e.out.sweep()
+	})
+	return e.out
+}
+
+// workspace identifies the Engine's workspace: sidecar ids written for one
+// are not readable from another.
+func (e *Engine) workspace() string {
+	abs, err := filepath.Abs(e.opts.Project)
+	if err != nil {
+		abs = e.opts.Project
+	}
+	return abs
 }
 
 // Config returns the effective config the Engine runs with.

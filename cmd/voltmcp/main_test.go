@@ -100,7 +100,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers refresh enable disable"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers refresh enable disable serve demo status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -132,14 +132,27 @@ func ownFlags(c *command) []string {
 func TestCommandHelp(t *testing.T) {
 	t.Parallel()
 	wantOwn := map[string][]string{
-		"vet":     {"format", "fail-on", "quiet"},
-		"config":  {"json"},
-		"schema":  {"cue"},
-		"version": nil,
-		"servers": {"json"},
-		"refresh": nil,
-		"enable":  nil,
-		"disable": nil,
+		"vet":           {"format", "fail-on", "quiet"},
+		"config":        {"json"},
+		"schema":        {"cue"},
+		"version":       nil,
+		"servers":       {"json"},
+		"refresh":       nil,
+		"enable":        nil,
+		"disable":       nil,
+		"serve":         {"http"},
+		"status":        {"json"},
+		"search":        {"json", "server", "limit"},
+		"describe":      {"json"},
+		"call":          {"json", "args"},
+		"connect":       {"json"},
+		"disconnect":    {"json"},
+		"resources":     {"json"},
+		"read-resource": {"json"},
+		"prompts":       {"json"},
+		"get-prompt":    {"json", "args"},
+		"read-cache":    {"json", "offset", "start-line", "end-line", "pattern"},
+		"demo":          {"keep"},
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

@@ -105,8 +105,9 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
-		serversCommand(), refreshCommand(), enableCommand(), disableCommand()}
+	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
+		serversCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand()},
+		gatewayCommands()...)
 }
 
 const globalUsage = `voltmcp is an MCP gateway: one MCP server in front of all of yours.

@@ -73,3 +73,34 @@ func TestServersRefreshEnableDisable(t *testing.T) {
 		t.Errorf("unknown server:\n%s", r)
 	}
 }
+
+func TestGatewayCommands(t *testing.T) {
+	project := serverProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project, "--approve")...)
+	}
+	if r := cli("refresh", "demo"); r.code != exitOK {
+		t.Fatalf("refresh:\n%s", r)
+	}
+	r := cli("search", "echo the text", "--json")
+	var res struct {
+		Matches []struct{ Server, Tool string } `json:"matches"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != exitOK || len(res.Matches) == 0 || res.Matches[0].Tool != "echo" {
+		t.Fatalf("search --json: %v\n%s", err, r)
+	}
+	if r := cli("call", "demo", "echo", "--args", `{"text":"from the cli"}`); r.code != exitOK || strings.TrimSpace(r.stdout) != "from the cli" {
+		t.Errorf("call:\n%s", r)
+	}
+	if r := cli("describe", "demo", "ecoh"); r.code != exitFindings || !strings.Contains(r.stdout, "closest: echo") {
+		t.Errorf("describe of a misspelt tool:\n%s", r)
+	}
+	if r := cli("status", "--json"); r.code != exitOK || !strings.Contains(r.stdout, `"servers": 1`) {
+		t.Errorf("status:\n%s", r)
+	}
+	if r := cli("serve", "--http", "0.0.0.0:0"); r.code != exitUsage || !strings.Contains(r.stderr, "non-loopback") {
+		t.Errorf("serve on all interfaces:\n%s", r)
+	}
+}

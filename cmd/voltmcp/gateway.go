@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine"
+)
+
+// gatewayCommand builds a command that runs one action of the mcp tool,
+// so the CLI and an agent see the same results (--json prints exactly
+// what the tool returns as structured content).
+func gatewayCommand(name, action, summary, usage string, positional []string, extra func(fs *pflag.FlagSet, in *engine.GatewayInput)) *command {
+	var asJSON bool
+	var in engine.GatewayInput
+	c := &command{name: name, summary: summary, usage: usage}
+	c.flags = func(fs *pflag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the structured result as JSON")
+		if extra != nil {
+			extra(fs, &in)
+		}
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) != len(positional) {
+			return usageErrorf("%s takes %s", name, strings.Join(positional, " "))
+		}
+		for i, p := range positional {
+			switch p {
+			case "SERVER":
+				in.Server = args[i]
+			case "TOOL":
+				in.Tool = args[i]
+			case "QUERY":
+				in.Query = args[i]
+			case "URI":
+				in.ResourceURI = args[i]
+			case "PROMPT":
+				in.Prompt = args[i]
+			case "ID":
+				in.CacheID = args[i]
+			}
+		}
+		in.Action = action
+		eng, err := openEngine(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		res := eng.Gateway(ctx, in)
+		if asJSON {
+			if err := writeJSONValue(e.stdout, res.Data); err != nil {
+				return failuref("write output: %w", err)
+			}
+		} else {
+			fmt.Fprintln(e.stdout, res.Text)
+		}
+		if res.IsError {
+			return errFindings
+		}
+		return nil
+	}
+	return c
+}
+
+func gatewayCommands() []*command {
+	argsFlag := func(fs *pflag.FlagSet, in *engine.GatewayInput) {
+		fs.StringVar(&in.ArgumentsJSON, "args", "", "the arguments as a JSON object")
+	}
+	return []*command{
+		gatewayCommand("status", "status", "summarize the gateway: servers by status, problems, config notes",
+			"Usage: voltmcp status [--json]\n\nWhat the mcp tool's status action answers.\n\nExample:\n  voltmcp status --approve", nil, nil),
+		gatewayCommand("search", "search", "search the cached tools of every server",
+			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. --json prints exactly what the mcp tool's search action returns.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json",
+			[]string{"QUERY"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
+				fs.StringVar(&in.Server, "server", "", "search one server only")
+				fs.IntVar(&in.Limit, "limit", 0, "how many matches (default 8, at most 20)")
+			}),
+		gatewayCommand("describe", "describe", "show one tool's description, risk and input schema",
+			"Usage: voltmcp describe SERVER TOOL [--json]\n\nExample:\n  voltmcp describe filesystem read_text_file", []string{"SERVER", "TOOL"}, nil),
+		gatewayCommand("call", "call", "call a tool of a server, as the mcp tool does",
+			"Usage: voltmcp call SERVER TOOL [--args JSON] [--json]\n\nStarts the server if needed, calls the tool, and prints the result capped\nlike an agent sees it; a longer output is kept for 'voltmcp read-cache'.\n\nExample:\n  voltmcp call filesystem list_directory --args '{\"path\": \".\"}'",
+			[]string{"SERVER", "TOOL"}, argsFlag),
+		gatewayCommand("connect", "connect", "connect a server now and list its tools",
+			"Usage: voltmcp connect SERVER [--json]\n\nExample:\n  voltmcp connect github", []string{"SERVER"}, nil),
+		gatewayCommand("disconnect", "disconnect", "disconnect a server and stop its process",
+			"Usage: voltmcp disconnect SERVER [--json]\n\nExample:\n  voltmcp disconnect github", []string{"SERVER"}, nil),
+		gatewayCommand("resources", "list_resources", "list a server's cached resources",
+			"Usage: voltmcp resources SERVER [--json]\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, nil),
+		gatewayCommand("read-resource", "read_resource", "read a resource of a server",
+			"Usage: voltmcp read-resource SERVER URI [--json]\n\nExample:\n  voltmcp read-resource everything demo://resource/static/document/1.md", []string{"SERVER", "URI"}, nil),
+		gatewayCommand("prompts", "list_prompts", "list a server's cached prompts",
+			"Usage: voltmcp prompts SERVER [--json]\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, nil),
+		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt (when the prompts setting allows it)",
+			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
+		gatewayCommand("read-cache", "read_cache", "read a cut output back from the sidecar",
+			"Usage: voltmcp read-cache ID [--offset N | --start-line N --end-line M] [--pattern RE] [--json]\n\nExample:\n  voltmcp read-cache mcpout_0123456789abcdefghijklmnop --pattern error",
+			[]string{"ID"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
+				fs.Int64Var(&in.Offset, "offset", 0, "byte offset to start at")
+				fs.IntVar(&in.StartLine, "start-line", 0, "first line (1-based)")
+				fs.IntVar(&in.EndLine, "end-line", 0, "last line")
+				fs.StringVar(&in.Pattern, "pattern", "", "only lines matching this regexp")
+			}),
+	}
+}
+
+func serveCommand() *command {
+	var addr string
+	c := &command{
+		name:    "serve",
+		summary: "run the MCP gateway for an agent (stdio, or Streamable HTTP on loopback)",
+		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT]
+
+Serves one MCP tool, "mcp", through which an agent searches, describes and
+calls the tools of every configured server. Over stdio by default (what
+Claude Code, Cursor and VS Code start); with --http, over Streamable HTTP on
+a loopback address, refusing other Host headers (DNS rebinding) and
+cross-origin browser requests. Eager and keep-alive servers start in the
+background; startup never waits for them.
+
+Examples:
+  voltmcp serve
+  voltmcp serve --http 127.0.0.1:8931`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&addr, "http", "", "serve Streamable HTTP on this loopback address instead of stdio")
+		},
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("serve takes no arguments")
+		}
+		if addr != "" {
+			if err := checkLoopback(addr); err != nil {
+				return usageErrorf("%v", err)
+			}
+		}
+		eng, err := engine.New(ctx, engine.Options{
+			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir,
+			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
+			LookupEnv: os.LookupEnv,
+		})
+		if err != nil {
+			return failuref("%w", err)
+		}
+		defer eng.Close()
+		for _, d := range eng.Diagnostics() {
+			if d.Severity != cue.SeverityInfo {
+				fmt.Fprintln(e.stderr, d)
+			}
+		}
+		if addr == "" {
+			err = eng.ServeStdio(ctx, io.NopCloser(e.stdin), nopWriteCloser{e.stdout})
+			if err != nil && ctx.Err() == nil && err != io.EOF {
+				return failuref("serve: %w", err)
+			}
+			return nil
+		}
+		return serveHTTP(ctx, e, eng, addr)
+	}
+	return c
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// checkLoopback refuses to serve on anything but a loopback address:
+// the gateway runs the user's servers with the user's credentials.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want HOST:PORT, e.g. 127.0.0.1:8931", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %q: serving on a non-loopback address would expose every configured server to the network; use 127.0.0.1 or ::1", addr)
+	}
+	return nil
+}
+
+func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return failuref("listen: %w", err)
+	}
+	srv := &http.Server{Handler: eng.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(e.stderr, "voltmcp: serving MCP on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		return nil
+	case err := <-errc:
+		return failuref("serve: %w", err)
+	}
+}

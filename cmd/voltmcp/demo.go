@@ -32,6 +32,7 @@ const (
 	demoAnswerLines = 20
 	demoLineWidth   = 160
 	demoOneLine     = 120 // longest JSON object or array put on one line
+	demoTextWidth   = 80  // narration
 )
 
 func demoCommand() *command {
@@ -114,7 +115,7 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 	w := &stickyWriter{w: e.stdout}
 	defer func() {
 		if keep {
-			fmt.Fprintf(w, "\nKept the workspace %s: bin/ holds the servers, project/.volt/mcp.json the config, agent/ the cache and outputs. Look around with\n\n    voltmcp servers --home %s --project %s --agent-dir %s --approve\n\nand remove it when you are done.\n",
+			fmt.Fprintf(w, "\nKept the workspace %s:\nbin/ holds the servers, project/.volt/mcp.json the config, agent/ the metadata cache\nand the stored outputs. Look around with\n\n    voltmcp servers --home %s --project %s --agent-dir %s --approve\n\nand remove it when you are done.\n",
 				tmp, filepath.Join(tmp, "home"), filepath.Join(tmp, "project"), filepath.Join(tmp, "agent"))
 			return
 		}
@@ -133,8 +134,7 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 	if err := writeDemoConfig(root, bin, home, project); err != nil {
 		return failuref("write the demo's config: %w", err)
 	}
-	fmt.Fprintf(w, "Workspace: %s, a temporary home, project and state directory (removed at the end; --keep keeps it).\n", tmp)
-	fmt.Fprintf(w, "Its project config defines three servers: notes, clock, and files (a read-only view of examples/).\n")
+	fmt.Fprintf(w, "Workspace: %s, a temporary home, project and state directory\n(removed at the end; --keep keeps it). Its project config defines three servers:\nnotes, clock, and files (a read-only view of examples/).\n", tmp)
 
 	eng, err := engine.New(ctx, engine.Options{
 		Home: home, Project: project, AgentDir: agent, Approve: true, Surface: cue.SurfaceInteractive,
@@ -154,7 +154,8 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 	}
 
 	d := &demo{w: w, eng: eng}
-	fmt.Fprintf(w, "\nAn agent connected to `voltmcp serve` sees one tool, mcp. Here is what it would send, and what it would\nread back (JSON answers are laid out here for reading; the agent gets them compact).\n")
+	fmt.Fprintf(w, "\n%s\n", wrap("An agent connected to `voltmcp serve` sees one tool, mcp. Here is what it would send, "+
+		"and what it would read back (JSON answers are laid out here for reading; the agent gets them compact).", demoTextWidth))
 	return d.run(ctx)
 }
 
@@ -241,7 +242,25 @@ README.md has the rest: the config files, the CLI, and 'voltmcp vet' in CI.
 // heading starts a step.
 func (d *demo) heading(title, text string) {
 	d.step++
-	fmt.Fprintf(d.w, "\n━━ %d. %s ━━\n%s\n", d.step, title, text)
+	fmt.Fprintf(d.w, "\n━━ %d. %s ━━\n%s\n", d.step, title, wrap(text, demoTextWidth))
+}
+
+// wrap breaks text into lines of at most width bytes, between words.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(text) {
+		if n > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
 
 // ask sends one input to the gateway as the agent would, prints it and

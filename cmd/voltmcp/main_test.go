@@ -100,7 +100,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers refresh enable disable serve demo status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list refresh enable disable serve demo status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -137,6 +137,7 @@ func TestCommandHelp(t *testing.T) {
 		"schema":        {"cue"},
 		"version":       nil,
 		"servers":       {"json"},
+		"list":          {"json"},
 		"refresh":       nil,
 		"enable":        nil,
 		"disable":       nil,

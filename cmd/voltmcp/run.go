@@ -106,7 +106,7 @@ type command struct {
 
 func commands() []*command {
 	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
-		serversCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand()},
+		serversCommand(), listCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand()},
 		gatewayCommands()...)
 }
 

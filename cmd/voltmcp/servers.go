@@ -32,6 +32,15 @@ func openEngine(ctx context.Context, e *env) (*engine.Engine, error) {
 	return eng, nil
 }
 
+// listCommand is servers under the name the gateway's list_servers action
+// suggests.
+func listCommand() *command {
+	c := serversCommand()
+	c.name, c.summary = "list", "list the configured MCP servers (same as servers)"
+	c.usage = strings.Replace(c.usage, "voltmcp servers", "voltmcp list", -1)
+	return c
+}
+
 func serversCommand() *command {
 	var asJSON bool
 	c := &command{

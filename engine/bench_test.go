@@ -21,50 +21,14 @@ import (
 // commands that produced them. Each benchmark closes what it starts and
 // checks that no child process is left.
 
-// benchWorkspace is workspace for a benchmark: a project config with the
-// given servers, trusted, and options for it.
+// benchWorkspace is workspace for a benchmark.
 func benchWorkspace(b *testing.B, servers map[string]server) Options {
-	b.Helper()
-	root := b.TempDir()
-	data, err := json.MarshalIndent(map[string]any{"version": 1, "servers": servers}, "", "  ")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(root, ".volt"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, ".volt", "mcp.json"), data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	home := filepath.Join(root, "home")
-	return Options{Home: home, Project: root, Approve: true, StopGrace: 300 * time.Millisecond,
-		LookupEnv: func(k string) (string, bool) {
-			if k == "HOME" {
-				return home, true
-			}
-			return os.LookupEnv(k)
-		}}
+	return workspace(b, servers, nil)
 }
 
-// benchEngine builds an engine and closes it when the benchmark ends,
-// checking that Close left no child process behind.
-func benchEngine(b *testing.B, opts Options) *Engine {
-	b.Helper()
-	e, err := New(context.Background(), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		e.Close()
-		if kids := children(); len(kids) > 0 {
-			b.Errorf("child processes left after Close: %v", kids)
-		}
-	})
-	if d := e.Diagnostics(); d.HasErrors() {
-		b.Fatalf("config errors: %v", d)
-	}
-	return e
-}
+// benchEngine is start for a benchmark: the engine closes when the
+// benchmark ends, and Close must leave no child process behind.
+func benchEngine(b *testing.B, opts Options) *Engine { return start(b, opts) }
 
 func benchCtx(b *testing.B) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

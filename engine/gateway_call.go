@@ -163,17 +163,29 @@ func (e *Engine) gwConnect(ctx context.Context, in GatewayInput, connect bool) G
 	return gwOK(data, jsonText(data))
 }
 
-func (e *Engine) gwListResources(in GatewayInput) GatewayResult {
-	if e.Config().Settings.Resources == "disabled" {
-		return gwError("resources are disabled by the resources setting")
+// listed returns a server's cached metadata for a listing action, or the
+// error result to answer with.
+func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Metadata, *GatewayResult) {
+	if setting == "disabled" {
+		r := gwError("%s are disabled by the %s setting", what, what)
+		return nil, nil, &r
 	}
 	s, bad := e.needServer(in)
 	if bad != nil {
-		return *bad
+		return nil, nil, bad
 	}
 	m, _ := e.Metadata(s.cfg.ID)
 	if m == nil {
-		return gwError("server %s has not been listed yet: connect it first", s.cfg.ID)
+		r := gwError("server %s has not been listed yet: connect it first", s.cfg.ID)
+		return nil, nil, &r
+	}
+	return s, m, nil
+}
+
+func (e *Engine) gwListResources(in GatewayInput) GatewayResult {
+	s, m, bad := e.listed(in, e.Config().Settings.Resources, "resources")
+	if bad != nil {
+		return *bad
 	}
 	data := map[string]any{"action": "list_resources", "server": s.cfg.ID, "resources": nonNil(m.Resources), "templates": nonNil(m.ResourceTemplates)}
 	return gwOK(data, jsonText(data))
@@ -240,16 +252,9 @@ func truncNote(tr *Truncation, ref *CacheRef) string {
 }
 
 func (e *Engine) gwListPrompts(in GatewayInput) GatewayResult {
-	if e.Config().Settings.Prompts == "disabled" {
-		return gwError("prompts are disabled by the prompts setting")
-	}
-	s, bad := e.needServer(in)
+	s, m, bad := e.listed(in, e.Config().Settings.Prompts, "prompts")
 	if bad != nil {
 		return *bad
-	}
-	m, _ := e.Metadata(s.cfg.ID)
-	if m == nil {
-		return gwError("server %s has not been listed yet: connect it first", s.cfg.ID)
 	}
 	data := map[string]any{"action": "list_prompts", "server": s.cfg.ID, "prompts": nonNil(m.Prompts)}
 	return gwOK(data, jsonText(data))

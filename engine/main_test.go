@@ -43,7 +43,7 @@ func stdio(mode string, extra server, extraEnv ...string) server {
 
 // workspace writes a project config with the given servers and settings
 // and returns engine options for it.
-func workspace(t *testing.T, servers map[string]server, settings map[string]any) Options {
+func workspace(t testing.TB, servers map[string]server, settings map[string]any) Options {
 	t.Helper()
 	root := t.TempDir()
 	doc := map[string]any{"version": 1, "servers": servers}
@@ -71,7 +71,7 @@ func workspace(t *testing.T, servers map[string]server, settings map[string]any)
 }
 
 // start builds an engine and closes it when the test ends.
-func start(t *testing.T, opts Options) *Engine {
+func start(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	e, err := New(context.Background(), opts)
 	if err != nil {

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
+	opts := workspace(t, map[string]server{
+		"m":     stdio("list-changed", server{"directTools": []string{"echo"}}),
+		"plain": stdio("behave", nil),
+	}, map[string]any{"directTools": true})
+	e := start(t, opts)
+	ctx := ctxT(t, 30*time.Second)
+	for _, id := range []string{"m", "plain"} {
+		if err := e.Connect(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- e.ServeStdio(ctx, sr, sw) }()
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cs.Close(); cw.Close(); <-done }()
+	names := func() map[string]bool {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, tl := range res.Tools {
+			out[tl.Name] = true
+		}
+		return out
+	}
+	got := names()
+	if !got["mcp"] || !got["mcp__m__echo"] || len(got) != 2 {
+		t.Fatalf("tools: %v", got)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__m__echo", Arguments: map[string]any{"text": "direct"}})
+	if err != nil || res.IsError || text(res) != "direct" {
+		t.Fatalf("direct call: %v %v", text(res), err)
+	}
+	// The server changes echo's description: the pinned tool goes away.
+	if r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "m", Tool: "mutate"}); r.IsError {
+		t.Fatalf("mutate: %s", r.Text)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for names()["mcp__m__echo"] {
+		if time.Now().After(deadline) {
+			t.Fatal("the changed direct tool was not withdrawn")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Error("no notifications/tools/list_changed reached the client")
+	}
+}
+
+func TestDirectToolsOffByDefault(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"m": stdio("behave", server{"directTools": true})}, nil))
+	if err := e.Connect(ctxT(t, 10*time.Second), "m"); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.directTools(); len(d) != 0 {
+		t.Errorf("direct tools without the setting: %v", d)
+	}
+}

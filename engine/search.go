@@ -106,12 +106,10 @@ type searchIndex struct {
 	serverOf []int32          // each document's server, an index into servers
 	servers  map[string]int32 // server id -> index
 	terms    map[string]int32 // term -> id
-	// The postings of term t are postDoc[start[t]:start[t+1]], in document
-	// order, with the term's whole contribution to each document's score
-	// (idf times saturated weighted frequency) in postW.
-	start   []int32
-	postDoc []int32
-	postW   []float32
+	// The postings of term t are post[start[t]:start[t+1]], in document
+	// order.
+	start []int32
+	post  []posting
 	// synonyms maps a query term to the index terms of its synonyms.
 	synonyms map[string][]int32
 	scratch  sync.Pool // *searchScratch
@@ -139,6 +137,21 @@ const entryChunk = 1 << 14
 
 var chunkPool = sync.Pool{New: func() any { return new([entryChunk]docTerm) }}
 
+// posting is a document a term occurs in, and the term's whole
+// contribution to the document's score: idf times the saturated weighted
+// frequency.
+type posting struct {
+	doc int32
+	w   float32
+}
+
+// termState is what a shard keeps of each of its terms while it reads.
+type termState struct {
+	last int32 // the last document the term was seen in, plus one
+	slot int32 // the term's place in local, for that document
+	df   int32 // how many documents it occurs in
+}
+
 // docTerm is a term's count in each field of one document, saturated.
 type docTerm struct {
 	term int32
@@ -161,9 +174,7 @@ type shardBuilder struct {
 	partTerm   partTable
 	propTerms  map[string][]int32
 	serverTerm map[int32][]int32
-	lastDoc    []int32 // per term: last document it was seen in, plus one
-	slot       []int32 // per term: its place in local
-	df         []int32 // per term: documents it occurs in
+	state      []termState // per term
 	local      []docTerm
 	cur        int32 // document being read
 	field      int   // field being read
@@ -203,9 +214,7 @@ func (b *shardBuilder) intern(term []byte) int32 {
 		t := string(term)
 		b.terms[t] = id
 		b.termList = append(b.termList, t)
-		b.lastDoc = append(b.lastDoc, 0)
-		b.slot = append(b.slot, 0)
-		b.df = append(b.df, 0)
+		b.state = append(b.state, termState{})
 	}
 	return id
 }
@@ -229,13 +238,14 @@ func (b *shardBuilder) count(id int32) {
 	if b.p.pooled {
 		f = fieldDesc
 	}
-	if b.lastDoc[id] != b.cur+1 {
-		b.lastDoc[id] = b.cur + 1
-		b.slot[id] = int32(len(b.local))
-		b.df[id]++
+	st := &b.state[id]
+	if st.last != b.cur+1 {
+		st.last = b.cur + 1
+		st.slot = int32(len(b.local))
+		st.df++
 		b.local = append(b.local, docTerm{term: id})
 	}
-	if e := &b.local[b.slot[id]]; e.tf[f] < math.MaxUint8 {
+	if e := &b.local[st.slot]; e.tf[f] < math.MaxUint8 {
 		e.tf[f]++
 	}
 	if l := &b.lens[int(b.cur)-b.lo][f]; *l < math.MaxUint32 {
@@ -317,6 +327,8 @@ func (b *shardBuilder) read(docs []searchDoc) {
 	}
 }
 
+// buildSearchIndex builds the index of docs with parameters p, in as many
+// shards as GOMAXPROCS allows (see minShard).
 func buildSearchIndex(docs []searchDoc, p searchParams) *searchIndex {
 	return buildShards(docs, p, max(1, min(len(docs)/minShard, runtime.GOMAXPROCS(0), maxShards)))
 }
@@ -365,7 +377,10 @@ func buildShards(docs []searchDoc, p searchParams, nshards int) *searchIndex {
 	// Merge the dictionaries: the first shard's ids stand, later shards'
 	// terms are mapped to them or added after, in order.
 	ix.terms = shards[0].terms
-	df := shards[0].df
+	df := make([]int32, len(shards[0].state), len(ix.terms))
+	for id, st := range shards[0].state {
+		df[id] = st.df
+	}
 	remap := make([][]int32, nshards) // nil: ids stand
 	var total [numFields]float64
 	entries := 0
@@ -386,7 +401,7 @@ func buildShards(docs []searchDoc, p searchParams, nshards int) *searchIndex {
 				df = append(df, 0)
 			}
 			remap[k][id] = g
-			df[g] += b.df[id]
+			df[g] += b.state[id].df
 		}
 	}
 
@@ -403,16 +418,18 @@ func buildShards(docs []searchDoc, p searchParams, nshards int) *searchIndex {
 	if p.pooled {
 		weight = [numFields]float64{fieldDesc: 1}
 	}
-	idf := make([]float64, len(df))
+	// Per term, its idf and where its next posting goes.
+	type termPost struct {
+		idf  float64
+		next int32
+	}
+	tp := make([]termPost, len(df))
 	ix.start = make([]int32, len(df)+1)
 	for t, c := range df {
-		idf[t] = math.Log(1 + (n-float64(c)+0.5)/(float64(c)+0.5))
+		tp[t] = termPost{idf: math.Log(1 + (n-float64(c)+0.5)/(float64(c)+0.5)), next: ix.start[t]}
 		ix.start[t+1] = ix.start[t] + c
 	}
-	ix.postDoc = make([]int32, entries)
-	ix.postW = make([]float32, entries)
-	next := make([]int32, len(df)) // next free posting of each term
-	copy(next, ix.start[:len(df)])
+	ix.post = make([]posting, entries)
 	for k, b := range shards {
 		ci, from := 0, 0 // the next document's first entry: b.chunks[ci][from]
 		for i, nt := range b.nterms {
@@ -438,10 +455,9 @@ func buildShards(docs []searchDoc, p searchParams, nshards int) *searchIndex {
 				if remap[k] != nil {
 					t = remap[k][t]
 				}
-				at := next[t]
-				next[t]++
-				ix.postDoc[at] = int32(b.lo + i)
-				ix.postW[at] = float32(idf[t] * tf / (p.k1 + tf))
+				at := &tp[t]
+				ix.post[at.next] = posting{doc: int32(b.lo + i), w: float32(at.idf * tf / (p.k1 + tf))}
+				at.next++
 			}
 		}
 		for _, c := range b.chunks {
@@ -593,14 +609,15 @@ func (ix *searchIndex) search(query, server string, limit int) []searchHit {
 	for k, t := range s.terms {
 		qw := s.qweight[k]
 		lo, hi := ix.start[t], ix.start[t+1]
-		for i, d := range ix.postDoc[lo:hi] {
+		for _, pe := range ix.post[lo:hi] {
+			d := pe.doc
 			if want >= 0 && ix.serverOf[d] != want {
 				continue
 			}
 			if s.score[d] == 0 { // every posting's weight is above 0
 				s.touched = append(s.touched, d)
 			}
-			s.score[d] += qw * float64(ix.postW[lo+int32(i)])
+			s.score[d] += qw * float64(pe.w)
 		}
 	}
 
@@ -679,6 +696,7 @@ type tokenizer struct {
 	p       *searchParams
 	word    []byte // the current word, lowercased, without joiners
 	cuts    []int  // where each part after the first starts in word
+	acro    []bool // per cut: made before the last capital of an acronym
 	upper   []bool // per byte of word: was the letter upper case
 	stemBuf []byte
 }
@@ -691,7 +709,7 @@ func (t *tokenizer) words(s string, name bool, emit func(w []byte, part bool)) {
 	if len(s) > maxFieldText {
 		s = s[:maxFieldText]
 	}
-	t.word, t.cuts, t.upper = t.word[:0], t.cuts[:0], t.upper[:0]
+	t.word, t.cuts, t.acro, t.upper = t.word[:0], t.cuts[:0], t.acro[:0], t.upper[:0]
 	joined := false // a joiner was seen since the last letter or digit
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -779,23 +797,24 @@ func (t *tokenizer) letter(c byte, upper, joined bool) {
 		digit, prevDigit := '0' <= c && c <= '9', '0' <= prev && prev <= '9'
 		switch {
 		case joined, digit != prevDigit:
-			t.cut(n)
+			t.cut(n, false)
 		case upper && !t.upper[n-1] && !prevDigit:
-			t.cut(n) // getUser
+			t.cut(n, false) // getUser
 		case !upper && c >= 'a' && c <= 'z' && t.upper[n-1] && n >= 2 && t.upper[n-2]:
-			t.cut(n - 1) // HTTPServer: the S starts a part
+			t.cut(n-1, true) // HTTPServer: the S starts a part
 		}
 	}
 	t.word = append(t.word, c)
 	t.upper = append(t.upper, upper)
 }
 
-func (t *tokenizer) cut(at int) {
+func (t *tokenizer) cut(at int, acro bool) {
 	if k := len(t.cuts); k > 0 && t.cuts[k-1] >= at {
 		return
 	}
 	if at > 0 {
 		t.cuts = append(t.cuts, at)
+		t.acro = append(t.acro, acro)
 	}
 }
 
@@ -814,7 +833,7 @@ func (t *tokenizer) flush(emit func(w []byte, part bool)) {
 		if k+1 < len(t.cuts) {
 			end = t.cuts[k+1]
 		}
-		if end-at == 2 && t.word[at+1] == 's' && t.upper[at] && t.upper[at-1] {
+		if t.acro[k] && end-at == 2 && t.word[at+1] == 's' {
 			word = append(word, t.word[from:at+1]...)
 			from = at + 2
 			continue
@@ -834,7 +853,7 @@ func (t *tokenizer) flush(emit func(w []byte, part bool)) {
 	if len(t.cuts) > 0 && t.p.whole {
 		emit(t.word, false)
 	}
-	t.word, t.cuts, t.upper = t.word[:0], t.cuts[:0], t.upper[:0]
+	t.word, t.cuts, t.acro, t.upper = t.word[:0], t.cuts[:0], t.acro[:0], t.upper[:0]
 }
 
 // norm returns the term of a word's part, which may be in t's buffer; ok
@@ -1069,61 +1088,11 @@ func (w *jsonWalker) walk(data []byte, fn func(path []jsonStep, key, str []byte)
 	if len(data) > maxSchemaBytes {
 		data = data[:maxSchemaBytes]
 	}
-	stack, path, i := w.stack[:0], w.path[:0], 0
+	stack, path := w.stack[:0], w.path[:0]
 	defer func() { w.stack, w.path = stack[:0], path[:0] }()
-	ws := func() {
-		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-			i++
-		}
-	}
-	// str reads a string starting at data[i] == '"'; ok is false at the end
-	// of the data.
-	str := func() (s []byte, ok bool) {
-		start := i + 1
-		for j := start; j < len(data); {
-			q := bytes.IndexByte(data[j:], '"')
-			if q < 0 {
-				return nil, false
-			}
-			// The first quote after j ends the string unless a backslash
-			// before it escapes something: skip that and look again.
-			if e := bytes.IndexByte(data[j:j+q], '\\'); e >= 0 {
-				j += e + 2
-				continue
-			}
-			i = j + q + 1
-			return data[start : j+q], true
-		}
-		return nil, false
-	}
-	// value reads one value at data[i]. For a container it pushes it and
-	// returns with i after the bracket; for a string it returns the
-	// contents.
-	value := func(step jsonStep) (s []byte, ok bool) {
-		ws()
-		if i >= len(data) {
-			return nil, false
-		}
-		switch data[i] {
-		case '{', '[':
-			if len(stack) == maxSchemaDepth {
-				return nil, false
-			}
-			stack = append(stack, data[i] == '{')
-			path = append(path, step)
-			i++
-			return nil, true
-		case '"':
-			return str()
-		}
-		for i < len(data) && !isJSONDelim(data[i]) {
-			i++
-		}
-		return nil, i < len(data)
-	}
 	// The root is not a member: it has a stack entry but no step, so
 	// len(path) == len(stack)-1 throughout.
-	ws()
+	i := skipJSONSpace(data, 0)
 	if i >= len(data) || data[i] != '{' && data[i] != '[' {
 		return
 	}
@@ -1131,8 +1100,7 @@ func (w *jsonWalker) walk(data []byte, fn func(path []jsonStep, key, str []byte)
 	i++
 	first := true // no member or element read yet in the open container
 	for len(stack) > 0 {
-		ws()
-		if i >= len(data) {
+		if i = skipJSONSpace(data, i); i >= len(data) {
 			return
 		}
 		obj := stack[len(stack)-1]
@@ -1149,36 +1117,91 @@ func (w *jsonWalker) walk(data []byte, fn func(path []jsonStep, key, str []byte)
 			if data[i] != ',' {
 				return
 			}
-			i++
-			ws()
+			if i = skipJSONSpace(data, i+1); i >= len(data) {
+				return
+			}
 		}
 		first = false
-		depth := len(stack)
+		var key []byte
+		step := jsonStep{elem: true}
 		if obj {
-			if i >= len(data) || data[i] != '"' {
+			var ok bool
+			if key, i, ok = jsonString(data, i); !ok {
 				return
 			}
-			key, ok := str()
-			if !ok {
+			if i = skipJSONSpace(data, i); i >= len(data) || data[i] != ':' {
 				return
 			}
-			ws()
-			if i >= len(data) || data[i] != ':' {
+			if i = skipJSONSpace(data, i+1); i >= len(data) {
 				return
 			}
-			i++
+			step = jsonStep{key: key}
+		}
+		var str []byte
+		switch data[i] {
+		case '{', '[':
+			if len(stack) == maxSchemaDepth {
+				return
+			}
 			parent := path
-			s, ok := value(jsonStep{key: key})
-			if !ok || !fn(parent, key, s) {
+			stack = append(stack, data[i] == '{')
+			path = append(path, step)
+			i++
+			first = true
+			if obj && !fn(parent, key, nil) {
 				return
 			}
-		} else if _, ok := value(jsonStep{elem: true}); !ok {
+			continue
+		case '"':
+			var ok bool
+			if str, i, ok = jsonString(data, i); !ok {
+				return
+			}
+		default:
+			for i < len(data) && !isJSONDelim(data[i]) {
+				i++
+			}
+			if i >= len(data) {
+				return
+			}
+		}
+		if obj && !fn(path, key, str) {
 			return
 		}
-		if len(stack) > depth {
-			first = true
-		}
 	}
+}
+
+// skipJSONSpace returns the index of the first byte at or after i that is
+// not JSON white space.
+func skipJSONSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jsonString reads the string that starts at data[i], a quote: its raw
+// contents and the index after its closing quote; ok is false when
+// data[i] is not a quote or the string does not end.
+func jsonString(data []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(data) || data[i] != '"' {
+		return nil, i, false
+	}
+	start := i + 1
+	for j := start; j < len(data); {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			break
+		}
+		// The first quote after j ends the string unless a backslash
+		// before it escapes something: skip that and look again.
+		if e := bytes.IndexByte(data[j:j+q], '\\'); e >= 0 {
+			j += e + 2
+			continue
+		}
+		return data[start : j+q], j + q + 1, true
+	}
+	return nil, len(data), false
 }
 
 func isJSONDelim(c byte) bool {

@@ -31,6 +31,9 @@ func TestSearchTokens(t *testing.T) {
 		{"getUserByID", true, []string{"get", "user", "id", "getuserbyid"}},
 		{"HTTPServer", true, []string{"http", "server", "httpserver"}},
 		{"getAPIsForIDs", true, []string{"get", "api", "id", "getapiforid"}},
+		{"LIST_IDs", true, []string{"list", "id", "listid"}},
+		{"ABC_Ds", true, []string{"abc", "ds", "abcds"}},
+		{"URLs", false, []string{"url"}},
 		{"ListObjectsV2", true, []string{"list", "object", "v", "2", "listobjectsv2"}},
 		{"github.create_issue", true, []string{"github", "creat", "issu", "githubcreateissue"}},
 		{"lc-init", true, []string{"lc", "init", "lcinit"}},
@@ -231,7 +234,7 @@ func TestSearchShards(t *testing.T) {
 	for _, n := range []int{2, 3, 7} {
 		got := buildShards(docs, defaultSearchParams, n)
 		if !maps.Equal(got.terms, want.terms) || !slices.Equal(got.start, want.start) ||
-			!slices.Equal(got.postDoc, want.postDoc) || !slices.Equal(got.postW, want.postW) {
+			!slices.Equal(got.post, want.post) {
 			t.Errorf("%d shards: the index differs from one shard's", n)
 		}
 	}
@@ -429,31 +432,35 @@ func BenchmarkSearch(b *testing.B) {
 // metadata change in a row: the build's scratch memory comes from the
 // last one. start=cold collects the garbage (twice, so the scratch pool
 // is empty too) before each build, untimed, as when the last build was
-// long ago.
+// long ago. shards=auto is what newSearchIndex does (a shard per
+// GOMAXPROCS, at most one per minShard tools); shards=1 reads every tool
+// on one goroutine, for comparison.
 func BenchmarkBuildIndex(b *testing.B) {
 	docs, _ := synthCorpus(10000)
 	var bytes int64
 	for _, d := range docs {
 		bytes += int64(len(d.Tool.Name) + len(d.Tool.Title) + len(d.Tool.Description) + len(d.Tool.InputSchema) + len(d.Tool.Annotations))
 	}
-	for _, cold := range []bool{false, true} {
-		name := "tools=10000/start=warm"
-		if cold {
-			name = "tools=10000/start=cold"
-		}
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(bytes)
-			b.ReportAllocs()
-			for b.Loop() {
-				if cold {
-					b.StopTimer()
-					runtime.GC()
-					runtime.GC()
-					b.StartTimer()
+	for _, start := range []string{"warm", "cold"} {
+		for _, shards := range []string{"auto", "1"} {
+			b.Run(fmt.Sprintf("tools=10000/start=%s/shards=%s", start, shards), func(b *testing.B) {
+				b.SetBytes(bytes)
+				b.ReportAllocs()
+				for b.Loop() {
+					if start == "cold" {
+						b.StopTimer()
+						runtime.GC()
+						runtime.GC()
+						b.StartTimer()
+					}
+					if shards == "1" {
+						buildShards(docs, defaultSearchParams, 1)
+					} else {
+						newSearchIndex(docs)
+					}
 				}
-				newSearchIndex(docs)
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -131,17 +133,72 @@ func serverAction(name, summary, usage string, act func(ctx context.Context, eng
 }
 
 func refreshCommand() *command {
-	return serverAction("refresh", "connect a server, list its tools and update the cache",
-		`Usage: voltmcp refresh SERVER
+	c := &command{
+		name:    "refresh",
+		summary: "connect servers, list their tools and update the cache",
+		usage: `Usage: voltmcp refresh [SERVER...]
 
-Connects the server (starting its process for a stdio server), lists its
+Connects each server (starting its process for a stdio server), lists its
 tools, resources and prompts, writes them to the metadata cache, and
-disconnects. Later commands and 'voltmcp serve' then know its tools without
-starting it.
+disconnects. Later commands and 'voltmcp serve' then know their tools
+without starting them. With no SERVER, refreshes every enabled server, one
+line of progress each; one failing server does not stop the others.
 
-Example:
-  voltmcp refresh github --approve`,
-		func(ctx context.Context, eng *engine.Engine, id string) error { return eng.Refresh(ctx, id) })
+Examples:
+  voltmcp refresh github --approve
+  voltmcp refresh`,
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		eng, err := openEngine(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		ids := args
+		if len(ids) == 0 {
+			for _, s := range eng.Servers() {
+				if s.Enabled {
+					ids = append(ids, s.ID)
+				}
+			}
+		}
+		if len(args) == 1 {
+			if err := eng.Refresh(ctx, args[0]); err != nil {
+				if errors.Is(err, engine.ErrUnknownServer) {
+					return usageErrorf("%w", err)
+				}
+				return failuref("%w", err)
+			}
+			s, err := eng.Server(args[0])
+			if err != nil {
+				return failuref("%w", err)
+			}
+			return writeServerTable(e.stdout, []engine.ServerSummary{s})
+		}
+		failed := 0
+		for i, id := range ids {
+			start := time.Now()
+			err := eng.Refresh(ctx, id)
+			// Each server is done with once listed: stop it before the next.
+			_ = eng.Disconnect(ctx, id)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s, _ := eng.Server(id)
+			line := fmt.Sprintf("[%d/%d] %s: %d tools, %d resources, %d prompts (%s)", i+1, len(ids), id,
+				s.ToolCounts.Cached, s.Resources, s.Prompts, time.Since(start).Round(time.Millisecond))
+			if err != nil {
+				failed++
+				line = fmt.Sprintf("[%d/%d] %s: failed: %v", i+1, len(ids), id, err)
+			}
+			fmt.Fprintln(e.stdout, line)
+		}
+		if failed > 0 {
+			return &exitError{exitFailure, fmt.Errorf("%d of %d servers failed to refresh", failed, len(ids))}
+		}
+		return nil
+	}
+	return c
 }
 
 func enableCommand() *command {

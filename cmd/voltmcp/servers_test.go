@@ -104,3 +104,28 @@ func TestGatewayCommands(t *testing.T) {
 		t.Errorf("serve on all interfaces:\n%s", r)
 	}
 }
+
+func TestRefreshEveryServerShowsProgress(t *testing.T) {
+	dir := t.TempDir()
+	cmd, args, env := mcptest.Command("behave")
+	doc := map[string]any{"version": 1, "servers": map[string]any{
+		"one":    map[string]any{"command": cmd, "args": args, "env": env},
+		"two":    map[string]any{"command": cmd, "args": args, "env": env},
+		"broken": map[string]any{"command": filepath.Join(dir, "no-such-program")},
+		"off":    map[string]any{"command": cmd, "enabled": false},
+	}}
+	data, _ := json.Marshal(doc)
+	os.MkdirAll(filepath.Join(dir, ".volt"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".volt", "mcp.json"), data, 0o644)
+	home := t.TempDir()
+	r := runCLI(t, fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")}),
+		"refresh", "--home", home, "--project", dir, "--approve")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "1 of 3 servers failed") {
+		t.Fatalf("refresh all:\n%s", r)
+	}
+	for _, want := range []string{"[1/3] broken: failed", "[2/3] one: 6 tools", "[3/3] two: 6 tools"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("missing %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -39,7 +39,10 @@ const (
 	EverythingEntry  = "@modelcontextprotocol/server-everything/dist/index.js"
 	FilesystemEntry  = "@modelcontextprotocol/server-filesystem/dist/index.js"
 	ConformanceEntry = "@modelcontextprotocol/conformance/dist/index.js"
-	node22Binary     = "node/bin/node"
+	// InspectorEntry is the launcher of the MCP Inspector; its --cli
+	// mode drives one MCP request against a server and prints the result.
+	InspectorEntry = "@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+	node22Binary   = "node/bin/node"
 )
 
 // installHint says how to get the programs.
@@ -75,7 +78,7 @@ func NodeModules(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{EverythingEntry, FilesystemEntry, ConformanceEntry, node22Binary} {
+	for _, p := range []string{EverythingEntry, FilesystemEntry, ConformanceEntry, InspectorEntry, node22Binary} {
 		if _, err := os.Stat(filepath.Join(abs, p)); err != nil {
 			missing(t, "npm peers: %s has no %s", abs, p)
 		}

@@ -129,11 +129,10 @@ func checkEverything(t *testing.T, e *Engine, id, transport string) {
 			t.Errorf("%s: no prompt %q among %v", id, want, prompts)
 		}
 	}
-	s, err := e.Server(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Status != StatusReady || s.Transport != transport || s.ToolCounts.Cached != len(m.Tools) ||
+	// server-everything may announce a list change right after connecting,
+	// which starts a background refresh: wait for it to settle.
+	s := waitStatus(t, e, id, StatusReady)
+	if s.Transport != transport || s.ToolCounts.Cached != len(m.Tools) ||
 		s.Resources != len(m.Resources) || s.Prompts != len(m.Prompts) {
 		t.Errorf("%s: summary %+v", id, s)
 	}

@@ -129,6 +129,30 @@ func benchSDKCommand(b *testing.B) (string, []string, []string) {
 	return command, cargs, childenv
 }
 
+// benchDirectSession connects a bare go-sdk client to a stdio test server
+// of mode behave, with the environment the engine would give it, and
+// closes it (checking no child is left) when the benchmark ends.
+func benchDirectSession(b *testing.B, ctx context.Context) *mcp.ClientSession {
+	b.Helper()
+	command, cargs, childenv := benchSDKCommand(b)
+	cmd := exec.Command(command, cargs...)
+	cmd.Env = childenv
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := cs.Close(); err != nil {
+			b.Errorf("close session: %v", err)
+		}
+		if kids := children(); len(kids) > 0 {
+			b.Errorf("child processes left after Close: %v", kids)
+		}
+	})
+	return cs
+}
+
 // BenchmarkCallTool is one tools/call round trip of echo on a connected
 // stdio server of mode behave: through Engine.CallTool (via=engine), and
 // through a bare go-sdk client with mcp.CommandTransport running the same
@@ -158,23 +182,8 @@ func BenchmarkCallTool(b *testing.B) {
 	})
 
 	b.Run("via=sdk", func(b *testing.B) {
-		command, cargs, childenv := benchSDKCommand(b)
-		cmd := exec.Command(command, cargs...)
-		cmd.Env = childenv
 		ctx := benchCtx(b)
-		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			if err := cs.Close(); err != nil {
-				b.Errorf("close session: %v", err)
-			}
-			if kids := children(); len(kids) > 0 {
-				b.Errorf("child processes left after Close: %v", kids)
-			}
-		})
+		cs := benchDirectSession(b, ctx)
 		params := &mcp.CallToolParams{Name: "echo", Arguments: args}
 		res, err := cs.CallTool(ctx, params)
 		if err != nil || text(res) != args["text"] {

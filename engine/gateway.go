@@ -159,13 +159,14 @@ func (e *Engine) needServer(in GatewayInput) (*supervisor, *GatewayResult) {
 func (e *Engine) gwStatus() GatewayResult {
 	counts := map[Status]int{}
 	var problems []map[string]string
-	for _, s := range e.Servers() {
+	servers := e.Servers()
+	for _, s := range servers {
 		counts[s.Status]++
 		if s.LastError != "" && (s.Status == StatusError || s.Status == StatusNeedsAuth) {
 			problems = append(problems, map[string]string{"server": s.ID, "status": string(s.Status), "error": s.LastError})
 		}
 	}
-	data := map[string]any{"action": "status", "servers": len(e.Servers()), "byStatus": counts}
+	data := map[string]any{"action": "status", "servers": len(servers), "byStatus": counts}
 	if len(problems) > 0 {
 		data["problems"] = problems
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -74,16 +73,8 @@ func BenchmarkServeCall(b *testing.B) {
 		reportPercentiles(b, d)
 	})
 	b.Run("via=direct", func(b *testing.B) {
-		command, cargs, childenv := benchSDKCommand(b)
-		cmd := exec.Command(command, cargs...)
-		cmd.Env = childenv
 		ctx := benchCtx(b)
-		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cs.Close() })
+		cs := benchDirectSession(b, ctx)
 		var d []time.Duration
 		b.ReportAllocs()
 		for b.Loop() {

@@ -86,7 +86,7 @@ func toolResult(r GatewayResult) *mcp.CallToolResult {
 // ServeStdio serves the gateway as an MCP server over in and out (an
 // agent's stdio) until the client disconnects or ctx ends.
 func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return e.newMCPServer().Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	return e.newMCPServer().Run(ctx, &lineTransport{r: in, w: out})
 }
 
 // HTTPHandler serves the gateway over Streamable HTTP. Requests whose

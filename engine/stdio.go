@@ -55,7 +55,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.mu.Lock()
 	t.proc = p
 	t.mu.Unlock()
-	conn, err := (&mcp.IOTransport{Reader: p.reader(), Writer: p, MaxLineLength: t.maxLine}).Connect(ctx)
+	conn, err := (&lineTransport{r: p.reader(), w: p, max: t.maxLine}).Connect(ctx)
 	if err != nil {
 		p.Close()
 		return nil, err

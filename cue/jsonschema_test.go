@@ -216,6 +216,10 @@ func jsonSchemaProp(p any) map[string]any {
 // input documents, and so are not validated against the config schema.
 var jsonSchemaNotConfigs = []string{}
 
+// jsonSchemaNotConfigDirs are directories under examples/ that hold no
+// MCP config: plugin and policy sources, and npm's installs.
+var jsonSchemaNotConfigDirs = []string{"node_modules", "plugins", "policies"}
+
 // TestJSONSchemaAcceptsExamples checks every JSON file under examples/,
 // including dot-files such as quickstart/.mcp.json, against the emitted
 // JSON Schema, as an editor would.
@@ -226,6 +230,9 @@ func TestJSONSchemaAcceptsExamples(t *testing.T) {
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && slices.Contains(jsonSchemaNotConfigDirs, d.Name()) {
+			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.EqualFold(filepath.Ext(path), ".json") {
 			return nil

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // MaxFileSize is the largest config file voltmcp reads. A larger file is
@@ -31,6 +32,14 @@ type Options struct {
 	NoApprove bool
 	// Trust decides whether project layers load. Nil means DecideTrust.
 	Trust func(TrustInput) TrustDecision
+	// TrustRecords are the host's records of trusted projects (`voltmcp
+	// trust`); those for the project being loaded go to the trust
+	// decision. Nil means none.
+	TrustRecords []TrustRecord
+	// TrustStore is a file of trust records (ReadTrustRecords) that Load
+	// reads and adds to TrustRecords; a file it cannot read is an error
+	// diagnostic and adds no trust. Empty means none.
+	TrustStore string
 	// CheckUntrusted also checks project layers that will not load, as if
 	// they did, and reports what they would do. The effective Config still
 	// leaves them out. `voltmcp vet` sets it.
@@ -91,6 +100,14 @@ func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
 		return nil, err
 	}
 	var d diags
+	if o.TrustStore != "" {
+		recs, err := ReadTrustRecords(o.TrustStore)
+		if err != nil {
+			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeFileUnreadable, Message: err.Error(),
+				Hint: "fix or delete the file, then run voltmcp trust again", Position: Position{File: o.TrustStore}})
+		}
+		o.TrustRecords = append(slices.Clip(o.TrustRecords), recs...)
+	}
 	docs := make([]*layerDoc, 0, len(layerOrder))
 	for _, layer := range layerOrder {
 		if err := ctx.Err(); err != nil {
@@ -109,6 +126,12 @@ func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
 // no I/O.
 func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 	res := &Result{}
+	// settings.policies add up across layers rather than replace: take
+	// them out of each file before the settings merge.
+	policies := make([][]PolicySource, len(docs))
+	for i, ld := range docs {
+		policies[i] = takePolicies(ld, d)
+	}
 	// Trust comes from the user layers alone: a project cannot vouch for
 	// itself.
 	userSettings := mergeSettings(docs, func(l Layer) bool { return !l.IsProject() }, o.Schema.defSettings)
@@ -129,6 +152,19 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 			DefaultProjectTrust: userSettings.get("defaultProjectTrust").str,
 			Approve:             o.Approve, NoApprove: o.NoApprove,
 		}
+		absProject := absPath(loc.Project)
+		for _, r := range o.TrustRecords {
+			if r.Project == absProject {
+				in.TrustedProjects = append(in.TrustedProjects, r)
+			}
+		}
+		for i, ld := range docs {
+			if !ld.status.Layer.IsProject() {
+				for _, p := range policies[i] {
+					in.UserPolicies = append(in.UserPolicies, p.Path)
+				}
+			}
+		}
 		res.Trust = o.Trust(in)
 		if !res.Trust.Trusted {
 			o.reportUntrusted(docs, res.Trust, d)
@@ -142,6 +178,11 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 		merge(docs, func(Layer) bool { return true }, o, d)
 	}
 	res.Config = merge(docs, trusted, o, d)
+	for i, ld := range docs {
+		if ld.ok && trusted(ld.status.Layer) {
+			res.Config.Policies = append(res.Config.Policies, policies[i]...)
+		}
+	}
 	for _, ld := range docs {
 		res.Files = append(res.Files, *ld.status)
 	}
@@ -151,13 +192,54 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 	return res
 }
 
+// maxPolicies bounds settings.policies in one file.
+const maxPolicies = 64
+
+// takePolicies removes settings.policies from a layer's document and
+// returns its entries made absolute against the file's directory.
+func takePolicies(ld *layerDoc, d *diags) []PolicySource {
+	if !ld.ok || ld.doc == nil {
+		return nil
+	}
+	s := ld.doc.get("settings")
+	if s == nil || s.kind != kindObject {
+		return nil
+	}
+	list := s.get("policies")
+	if list == nil {
+		return nil
+	}
+	s.del("policies")
+	if list.kind != kindArray || list.bad {
+		return nil
+	}
+	if len(list.items) > maxPolicies {
+		d.add(SeverityError, CodeOutOfRange, list, list.path, fmt.Sprintf("list at most %d policy paths", maxPolicies),
+			"settings.policies has %d entries; the limit is %d, so none are used", len(list.items), maxPolicies)
+		return nil
+	}
+	dir := filepath.Dir(ld.status.Path)
+	var out []PolicySource
+	for _, it := range list.items {
+		if it.kind != kindString || it.bad {
+			continue
+		}
+		p := it.str
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out = append(out, PolicySource{Path: filepath.Clean(p), Layer: ld.status.Layer, At: it.pos()})
+	}
+	return out
+}
+
 // reportUntrusted marks the project layers as not loaded and says why.
 func (o Options) reportUntrusted(docs []*layerDoc, trust TrustDecision, d *diags) {
 	verb := "is ignored"
 	if o.CheckUntrusted {
 		verb = "would not load"
 	}
-	hint := "run with --approve, or set defaultProjectTrust in a user layer"
+	hint := "run voltmcp trust to trust the project as it is, --approve to trust it for one run, or set defaultProjectTrust in a user layer"
 	if o.NoApprove {
 		hint = "--no-approve was given; leave it out to let defaultProjectTrust decide"
 	}

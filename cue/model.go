@@ -13,6 +13,11 @@ import (
 // host environment.
 type Config struct {
 	Settings Settings `json:"settings"`
+	// Policies are the Rego files and directories the loaded layers add
+	// to the policy bundle (settings.policies), in layer order, made
+	// absolute. Unlike other settings they add up across layers, so a
+	// project cannot drop a user's policy.
+	Policies []PolicySource `json:"policies,omitempty"`
 	// Servers are sorted by ID.
 	Servers []Server `json:"servers"`
 	// Sources maps a field path of the effective config, such as
@@ -29,6 +34,17 @@ func (c *Config) Server(id string) (Server, bool) {
 		return c.Servers[i], true
 	}
 	return Server{}, false
+}
+
+// PolicySource is one entry of settings.policies.
+type PolicySource struct {
+	// Path is the file or directory, absolute.
+	Path string `json:"path"`
+	// Layer is the layer that named it. Policies from project layers may
+	// only deny.
+	Layer Layer `json:"layer"`
+	// At is where the entry is written.
+	At Position `json:"at"`
 }
 
 // Origin is where a value of the effective config came from.

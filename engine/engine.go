@@ -187,6 +187,7 @@ func (e *Engine) loadConfig(ctx context.Context) (*cue.Config, *cue.Result, erro
 	}
 	res, err := cue.Load(ctx, cue.Locations{Home: e.opts.Home, Project: e.opts.Project}, &cue.Options{
 		Schema: e.schema, Surface: e.opts.Surface, Approve: e.opts.Approve, NoApprove: e.opts.NoApprove, Trust: e.opts.Trust,
+		TrustStore: filepath.Join(e.opts.AgentDir, cue.TrustStoreFile),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: load config: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,7 +40,8 @@ Examples:
 			return usageErrorf("want 'voltmcp config show'")
 		}
 		res, err := cue.Load(ctx, cue.Locations{Home: e.g.home, Project: e.g.project},
-			&cue.Options{Surface: cue.SurfaceInteractive, Approve: e.g.approve, NoApprove: e.g.noApprove})
+			&cue.Options{Surface: cue.SurfaceInteractive, Approve: e.g.approve, NoApprove: e.g.noApprove,
+				TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
 		if err != nil {
 			return failuref("%w", err)
 		}

@@ -100,7 +100,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers list refresh enable disable serve demo status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -154,6 +154,8 @@ func TestCommandHelp(t *testing.T) {
 		"get-prompt":    {"json", "args"},
 		"read-cache":    {"json", "offset", "start-line", "end-line", "pattern"},
 		"demo":          {"keep"},
+		"trust":         {"yes", "json"},
+		"untrust":       nil,
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

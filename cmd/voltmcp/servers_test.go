@@ -12,6 +12,7 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.RunIfChild()
+	runIfCLIChild()
 	os.Exit(m.Run())
 }
 

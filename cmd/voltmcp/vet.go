@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -45,7 +46,7 @@ Examples:
 		}
 		opts := &cue.Options{
 			Surface: cue.SurfaceVet, Approve: e.g.approve, NoApprove: e.g.noApprove,
-			CheckUntrusted: true, Lint: true,
+			CheckUntrusted: true, Lint: true, TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile),
 		}
 		var res *cue.Result
 		var err error

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+func trustCommand() *command {
+	var yes, asJSON bool
+	c := &command{
+		name:    "trust",
+		summary: "trust the project's MCP config as it is now, after showing what it runs",
+		usage: `Usage: voltmcp trust [--yes] [--json] [--project DIR]
+
+Shows what the project's MCP config (.mcp.json and .volt/mcp.json) would
+run: each server's command and arguments, the names of the environment
+variables it gets, its URL (credentials hidden) and the policies it adds.
+Then asks for confirmation and records trust in the state directory,
+bound to the files' content: once a file changes, the project is
+untrusted again until you run this again. --yes records without asking
+(for scripts; read the listing first). The trust policy decides; a
+defaultProjectTrust of "never" or --no-approve still wins.
+
+Examples:
+  voltmcp trust
+  voltmcp trust --project ~/src/app --yes`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVarP(&yes, "yes", "y", false, "record trust without asking")
+			fs.BoolVar(&asJSON, "json", false, "print the listing as JSON")
+		},
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("trust takes no arguments; use --project DIR")
+		}
+		res, err := cue.Load(ctx, cue.Locations{Home: e.g.home, Project: e.g.project},
+			&cue.Options{Surface: cue.SurfaceInteractive, Approve: true})
+		if err != nil {
+			return failuref("%w", err)
+		}
+		rec := cue.NewTrustRecord(e.g.project, res.Files, time.Now())
+		if len(rec.Files) == 0 {
+			return failuref("no project MCP config in %s (looked for .mcp.json and .volt/mcp.json)", rec.Project)
+		}
+		listing := projectListing(res)
+		if asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(struct {
+				Record  cue.TrustRecord `json:"record"`
+				Servers []trustServer   `json:"servers"`
+			}{rec, listing}); err != nil {
+				return failuref("write output: %w", err)
+			}
+		} else {
+			writeListing(e, rec, listing, res)
+		}
+		if !yes {
+			if asJSON {
+				return usageErrorf("--json needs --yes: there is no one to ask")
+			}
+			fmt.Fprint(e.stderr, "Trust this project's MCP config as it is now? [y/N] ")
+			line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+				fmt.Fprintln(e.stderr, "not trusted")
+				return errFindings
+			}
+		}
+		store := filepath.Join(e.g.agentDir, cue.TrustStoreFile)
+		if err := cue.SaveTrustRecord(store, rec); err != nil {
+			return failuref("%w", err)
+		}
+		if !asJSON {
+			fmt.Fprintf(e.stdout, "trusted %s (%d files); it stays trusted until a file changes\n", rec.Project, len(rec.Files))
+		}
+		return nil
+	}
+	return c
+}
+
+func untrustCommand() *command {
+	return &command{
+		name:    "untrust",
+		summary: "remove the recorded trust of the project's MCP config",
+		usage: `Usage: voltmcp untrust [--project DIR]
+
+Removes the trust that 'voltmcp trust' recorded for the project. Its MCP
+config then loads only as defaultProjectTrust or --approve says.
+
+Examples:
+  voltmcp untrust
+  voltmcp untrust --project ~/src/app`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("untrust takes no arguments; use --project DIR")
+			}
+			store := filepath.Join(e.g.agentDir, cue.TrustStoreFile)
+			project := cue.NewTrustRecord(e.g.project, nil, time.Time{}).Project
+			removed, err := cue.RemoveTrustRecord(store, project)
+			if err != nil {
+				return failuref("%w", err)
+			}
+			if removed {
+				fmt.Fprintf(e.stdout, "%s is no longer trusted\n", project)
+			} else {
+				fmt.Fprintf(e.stdout, "%s was not trusted\n", project)
+			}
+			return nil
+		},
+	}
+}
+
+// trustServer is what a project server would run, as shown before trust.
+type trustServer struct {
+	ID        string   `json:"id"`
+	Layer     string   `json:"layer"`
+	Transport string   `json:"transport"`
+	Command   string   `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	EnvNames  []string `json:"envNames,omitempty"`
+	Allowlist []string `json:"envAllowlist,omitempty"`
+	URL       string   `json:"url,omitempty"`
+	Headers   []string `json:"headerNames,omitempty"`
+	Enabled   bool     `json:"enabled"`
+}
+
+// projectListing lists the servers whose definition comes from a project
+// layer, with secrets reduced to names.
+func projectListing(res *cue.Result) []trustServer {
+	var out []trustServer
+	for _, s := range res.Config.Servers {
+		if !s.Layer.IsProject() {
+			continue
+		}
+		ts := trustServer{ID: s.ID, Layer: string(s.Layer), Transport: s.Transport, Command: s.Command, Args: s.Args,
+			Cwd: s.Cwd, Allowlist: s.EnvAllowlist, URL: cue.RedactURL(s.URL), Enabled: s.Enabled}
+		for k := range s.Env {
+			ts.EnvNames = append(ts.EnvNames, k)
+		}
+		for k := range s.Headers {
+			ts.Headers = append(ts.Headers, k)
+		}
+		slices.Sort(ts.EnvNames)
+		slices.Sort(ts.Headers)
+		out = append(out, ts)
+	}
+	return out
+}
+
+func writeListing(e *env, rec cue.TrustRecord, servers []trustServer, res *cue.Result) {
+	w := e.stdout
+	fmt.Fprintf(w, "Project %s\n", rec.Project)
+	for _, f := range rec.Files {
+		fmt.Fprintf(w, "  file %s  sha256 %s\n", f.Path, f.SHA256[:16])
+	}
+	if len(servers) == 0 {
+		fmt.Fprintln(w, "It defines no servers of its own.")
+	}
+	for _, s := range servers {
+		state := ""
+		if !s.Enabled {
+			state = " (disabled)"
+		}
+		fmt.Fprintf(w, "\nserver %s%s, from the %s layer\n", s.ID, state, s.Layer)
+		if s.Command != "" {
+			fmt.Fprintf(w, "  runs     %s\n", strings.Join(append([]string{s.Command}, s.Args...), " "))
+			if s.Cwd != "" {
+				fmt.Fprintf(w, "  in       %s\n", s.Cwd)
+			}
+		}
+		if s.URL != "" {
+			fmt.Fprintf(w, "  connects %s (%s)\n", s.URL, s.Transport)
+		}
+		if len(s.EnvNames) > 0 {
+			fmt.Fprintf(w, "  env      %s\n", strings.Join(s.EnvNames, ", "))
+		}
+		if len(s.Allowlist) > 0 {
+			fmt.Fprintf(w, "  passes   %s from your environment\n", strings.Join(s.Allowlist, ", "))
+		}
+		if len(s.Headers) > 0 {
+			fmt.Fprintf(w, "  headers  %s\n", strings.Join(s.Headers, ", "))
+		}
+	}
+	for _, p := range res.Config.Policies {
+		if p.Layer.IsProject() {
+			fmt.Fprintf(w, "\npolicy %s (deny rules only)\n", p.Path)
+		}
+	}
+	if n := res.Diagnostics.Count(cue.SeverityError); n > 0 {
+		fmt.Fprintf(w, "\nThe config has %d errors; servers with errors stay disabled (see voltmcp vet --approve).\n", n)
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLIStdin runs the CLI with the given standard input.
+func runCLIStdin(t *testing.T, getenv func(string) string, stdin string, args ...string) cliResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, getenv)
+	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func TestTrustBindsToContent(t *testing.T) {
+	const canary = "canary-trust-9f3e1b"
+	home, project := t.TempDir(), t.TempDir()
+	cfg := `{"mcpServers":{"db":{"command":"npx","args":["-y","@acme/db-mcp@1.2.3"],"env":{"DB_TOKEN":"` + canary + `"}},` +
+		`"remote":{"url":"https://user:` + canary + `@mcp.example.com/mcp?token=` + canary + `"}}}`
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	g := []string{"--home", home, "--project", project}
+	servers := func() []string {
+		r := runCLI(t, env, append([]string{"servers", "--json"}, g...)...)
+		var list []struct{ ID string }
+		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+			t.Fatalf("servers --json: %v\n%s", err, r)
+		}
+		var ids []string
+		for _, s := range list {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	if ids := servers(); len(ids) != 0 {
+		t.Fatalf("untrusted project loaded: %v", ids)
+	}
+
+	// Declined: nothing is recorded.
+	r := runCLIStdin(t, env, "n\n", append([]string{"trust"}, g...)...)
+	if r.code != exitFindings || !strings.Contains(r.stderr, "not trusted") {
+		t.Fatalf("declined trust:\n%s", r)
+	}
+	for _, want := range []string{"server db", "npx -y @acme/db-mcp@1.2.3", "env      DB_TOKEN", "server remote", "mcp.example.com"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("listing lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, canary) {
+		t.Errorf("listing leaks a secret:\n%s", r)
+	}
+	if ids := servers(); len(ids) != 0 {
+		t.Fatalf("declined trust loaded the project: %v", ids)
+	}
+
+	// Accepted: the project loads without --approve.
+	if r := runCLIStdin(t, env, "y\n", append([]string{"trust"}, g...)...); r.code != exitOK || !strings.Contains(r.stdout, "trusted") {
+		t.Fatalf("trust:\n%s", r)
+	}
+	if ids := servers(); strings.Join(ids, ",") != "db,remote" {
+		t.Fatalf("trusted project: servers %v", ids)
+	}
+	store := filepath.Join(home, ".volt", "agent", "trusted-projects.json")
+	if fi, err := os.Stat(store); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("trust store: %v %v", fi, err)
+	}
+	if data, _ := os.ReadFile(store); bytes.Contains(data, []byte(canary)) {
+		t.Errorf("trust store holds a secret")
+	}
+
+	// An edit takes trust away, and vet says why.
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(strings.Replace(cfg, "1.2.3", "1.2.4", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ids := servers(); len(ids) != 0 {
+		t.Fatalf("changed project still loads: %v", ids)
+	}
+	r = runCLI(t, env, append([]string{"vet"}, g...)...)
+	if !strings.Contains(r.stdout, ".mcp.json changed") {
+		t.Errorf("vet does not say the file changed:\n%s", r)
+	}
+
+	// --yes records without asking; untrust removes it.
+	if r := runCLI(t, env, append([]string{"trust", "--yes"}, g...)...); r.code != exitOK {
+		t.Fatalf("trust --yes:\n%s", r)
+	}
+	if ids := servers(); len(ids) != 2 {
+		t.Fatalf("re-trusted project: %v", ids)
+	}
+	if r := runCLI(t, env, append([]string{"untrust"}, g...)...); r.code != exitOK || !strings.Contains(r.stdout, "no longer trusted") {
+		t.Fatalf("untrust:\n%s", r)
+	}
+	if ids := servers(); len(ids) != 0 {
+		t.Fatalf("untrusted project loads: %v", ids)
+	}
+	if r := runCLI(t, env, append([]string{"untrust"}, g...)...); !strings.Contains(r.stdout, "was not trusted") {
+		t.Fatalf("second untrust:\n%s", r)
+	}
+}
+
+func TestTrustWithoutProjectConfig(t *testing.T) {
+	home := t.TempDir()
+	r := runCLI(t, fakeEnv(t, map[string]string{"HOME": home}), "trust", "--yes", "--home", home, "--project", t.TempDir())
+	if r.code != exitFailure || !strings.Contains(r.stderr, "no project MCP config") {
+		t.Fatalf("trust of an empty project:\n%s", r)
+	}
+}
+
+func TestCorruptTrustStoreTrustsNothing(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers":{"x":{"command":"x"}}}`), 0o644)
+	store := filepath.Join(home, ".volt", "agent", "trusted-projects.json")
+	os.MkdirAll(filepath.Dir(store), 0o700)
+	os.WriteFile(store, []byte(`{"version":1,"projects":[{"project":`), 0o600)
+	r := runCLI(t, fakeEnv(t, map[string]string{"HOME": home}), "vet", "--home", home, "--project", project)
+	if r.code != exitFindings || !strings.Contains(r.stdout, "trusted-projects.json") {
+		t.Fatalf("vet with a corrupt trust store:\n%s", r)
+	}
+}

@@ -1,0 +1,376 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxFileBytes = 16 << 20
+	DefaultMaxFiles     = 8
+)
+
+// maxProblems bounds the problems a Log keeps for Problems.
+const maxProblems = maxReported
+
+// ErrClosed is returned by Append on a closed Log.
+var ErrClosed = errors.New("audit: log closed")
+
+// Options tune a Log. The zero value (or a nil *Options) is a log that
+// rotates at 16 MiB, keeps 8 rotated files, writes strings as given and
+// does not fsync.
+type Options struct {
+	// MaxFileBytes rotates the active file when appending a line would
+	// make it larger. Zero means DefaultMaxFileBytes (16 MiB); a negative
+	// value never rotates. A line larger than the limit still goes into a
+	// file of its own.
+	MaxFileBytes int64
+	// MaxFiles is how many rotated files are kept; older ones are deleted
+	// at rotation. Zero means DefaultMaxFiles (8); a negative value keeps
+	// every rotated file, for an operator who archives them elsewhere.
+	MaxFiles int
+	// Redact is applied to every string of a record — fields, argument
+	// keys and descriptions, policy reasons, and every key and string
+	// value inside Detail — before the record is encoded. It must be safe
+	// for concurrent use. Nil leaves strings as they are.
+	Redact func(string) string
+	// Now is the clock for records without a time. Nil means time.Now.
+	Now func() time.Time
+	// Sync calls fsync after every append, so that a record survives a
+	// power loss or kernel crash, not only the death of the process. It
+	// costs a disk flush per record. False leaves flushing to the kernel.
+	Sync bool
+}
+
+// Log appends records to an audit log. Its methods are safe for
+// concurrent use.
+type Log struct {
+	path   string
+	opts   Options
+	mu     sync.Mutex
+	f      *os.File // the active file, O_APPEND
+	lock   *os.File // <path>.lock, nil where there is no flock
+	closed bool
+
+	size      int64  // bytes of the active file this Log knows of
+	seq       int64  // seq of the last record
+	prev      string // hash of the last record's line
+	fileFirst int64  // seq the active file starts with: the name it gets at rotation
+	newline   bool   // the active file ends mid-line: write a newline first
+	dirty     bool   // a write failed: look at the file again before the next
+	problems  []Problem
+}
+
+// Open opens the audit log whose active file is path, creating it and its
+// directory when missing, and reads enough of it to go on with the chain:
+// the last record of the active file or, when it has none, of the newest
+// rotated file. Damage found at the end (a torn line after a crash) does
+// not fail Open: it is reported by Problems, and the next record starts
+// on a fresh line. opts may be nil.
+func Open(path string, opts *Options) (*Log, error) {
+	if path == "" {
+		return nil, errors.New("audit: open: empty path")
+	}
+	l := &Log{path: path}
+	if opts != nil {
+		l.opts = *opts
+	}
+	if l.opts.MaxFileBytes == 0 {
+		l.opts.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if l.opts.MaxFiles == 0 {
+		l.opts.MaxFiles = DefaultMaxFiles
+	}
+	if l.opts.Now == nil {
+		l.opts.Now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit: open: %w", err)
+	}
+	lock, err := openLock(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open: %w", err)
+	}
+	l.lock = lock
+	if err := lockFile(context.Background(), l.lock); err != nil {
+		l.closeFiles()
+		return nil, fmt.Errorf("audit: open: lock: %w", err)
+	}
+	err = l.reopen()
+	unlockFile(l.lock)
+	if err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Problems returns what Open found at the end of the log (a torn or
+// corrupt last line, left in place and skipped), and what the log worked
+// around since (a failed rotation, a file that shrank). It keeps at most
+// 100.
+func (l *Log) Problems() []Problem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Problem(nil), l.problems...)
+}
+
+// Head returns the seq and line hash of the last record written, or 0 and
+// "" for an empty log. Keeping them somewhere the log's writer cannot
+// reach protects the newest records, which no later line vouches for yet.
+func (l *Log) Head() (seq int64, hash string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq, l.prev
+}
+
+// Append writes r as the next record: it sets Seq and Prev, sets a zero
+// Time to now, applies Options.Redact, and writes the line with one
+// write(2). A record whose line would exceed MaxLineBytes is shrunk (see
+// Record) rather than refused. The context bounds the wait for another
+// process's lock; the write itself is not interrupted. After an error the
+// record may or may not be in the file; the log stays usable.
+func (l *Log) Append(ctx context.Context, r Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r = prepare(r, l.opts.Now, l.opts.Redact)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err := lockFile(ctx, l.lock); err != nil {
+		return fmt.Errorf("audit: append: lock: %w", err)
+	}
+	defer unlockFile(l.lock)
+	if err := l.catchUp(); err != nil {
+		return err
+	}
+
+	r.Seq, r.Prev = l.seq+1, l.prev
+	line, err := encode(r)
+	if err != nil {
+		return err
+	}
+	if len(line)-1 > MaxLineBytes {
+		if line, err = encode(shrink(r, len(line)-1)); err != nil {
+			return err
+		}
+	}
+	extra := int64(0)
+	if l.newline {
+		extra = 1
+	}
+	if l.opts.MaxFileBytes > 0 && l.size > 0 && l.size+extra+int64(len(line)) > l.opts.MaxFileBytes {
+		if err := l.rotate(); err != nil {
+			l.note(Problem{Kind: ProblemRotate, File: l.path, Offset: l.size, Seq: r.Seq,
+				Message: fmt.Sprintf("rotation failed, appending to the active file: %v", err)})
+		}
+	}
+	buf := line
+	if l.newline {
+		buf = make([]byte, 0, len(line)+1)
+		buf = append(append(buf, '\n'), line...)
+	}
+	n, err := l.f.Write(buf)
+	l.size += int64(n)
+	if err != nil {
+		l.dirty = true
+		return fmt.Errorf("audit: append: %w", err)
+	}
+	l.seq, l.prev, l.newline = r.Seq, hashLine(line[:len(line)-1]), false
+	if l.opts.Sync {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("audit: append: sync: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close closes the log. Appends after Close fail with ErrClosed; Close
+// may be called more than once.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.closeFiles()
+}
+
+func (l *Log) closeFiles() error {
+	var errs []error
+	if l.f != nil {
+		errs = append(errs, l.f.Close())
+		l.f = nil
+	}
+	if l.lock != nil {
+		errs = append(errs, l.lock.Close())
+		l.lock = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("audit: close: %w", err)
+	}
+	return nil
+}
+
+// encode returns r's line, newline included.
+func encode(r Record) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("audit: encode: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// note keeps a problem for Problems.
+func (l *Log) note(p Problem) {
+	if len(l.problems) < maxProblems {
+		l.problems = append(l.problems, p)
+	}
+}
+
+// reopen opens the active file afresh and reads where the chain stands.
+// It runs with the process lock held.
+func (l *Log) reopen() error {
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit: open: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&^0o600 != 0 {
+		if err := f.Chmod(0o600); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("audit: open: %w", err)
+		}
+	}
+	st, err := scanState(f, l.path, 0)
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	knownSeq, knownPrev := l.seq, l.prev
+	l.f, l.size, l.newline, l.dirty = f, st.end, !st.endsNL, false
+	for _, p := range st.trailing {
+		l.note(p)
+	}
+	if st.found {
+		l.seq, l.prev, l.fileFirst = st.lastSeq, st.lastHash, st.firstSeq
+	} else {
+		l.seq, l.prev = 0, ""
+		rot, err := listRotated(l.path)
+		if err != nil {
+			return fmt.Errorf("audit: open: %w", err)
+		}
+		for i := len(rot) - 1; i >= 0; i-- {
+			rf, err := os.Open(rot[i].path)
+			if err != nil {
+				return fmt.Errorf("audit: open: %w", err)
+			}
+			rst, err := scanState(rf, rot[i].path, 0)
+			_ = rf.Close()
+			if err != nil {
+				return err
+			}
+			if rst.found {
+				l.seq, l.prev = rst.lastSeq, rst.lastHash
+				break
+			}
+		}
+		l.fileFirst = l.seq + 1
+	}
+	if knownSeq > l.seq {
+		// Records this process wrote are gone. Chain from what it wrote,
+		// so that the loss shows in Verify instead of being papered over.
+		l.note(Problem{Kind: ProblemShrunk, File: l.path, Offset: l.size, Seq: knownSeq,
+			Message: fmt.Sprintf("the log ends at seq %d, but seq %d was written: records were removed", l.seq, knownSeq)})
+		l.seq, l.prev = knownSeq, knownPrev
+	}
+	return nil
+}
+
+// catchUp makes the Log's view of the file current before an append: it
+// follows a rotation or an append by another process, and looks again
+// after a failed write. It runs with the process lock held.
+func (l *Log) catchUp() error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: append: %w", err)
+	}
+	pi, err := os.Stat(l.path)
+	if err != nil || !os.SameFile(fi, pi) || l.dirty || fi.Size() < l.size || (fi.Size() > l.size && l.newline) {
+		return l.reopen()
+	}
+	if fi.Size() == l.size {
+		return nil
+	}
+	st, err := scanState(l.f, l.path, l.size)
+	if err != nil {
+		return err
+	}
+	l.size, l.newline = st.end, !st.endsNL
+	if st.found {
+		l.seq, l.prev = st.lastSeq, st.lastHash
+	}
+	for _, p := range st.trailing {
+		l.note(p)
+	}
+	return nil
+}
+
+// rotate renames the active file after the seq of its first record,
+// starts a new one, and deletes the rotated files beyond MaxFiles. It runs
+// with the process lock held.
+func (l *Log) rotate() error {
+	name := rotatedName(l.path, l.fileFirst)
+	if _, err := os.Lstat(name); err == nil {
+		return fmt.Errorf("%s already exists", filepath.Base(name))
+	}
+	if err := os.Rename(l.path, name); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		// Go on in the renamed file; the next append looks again.
+		l.dirty = true
+		return err
+	}
+	_ = l.f.Close()
+	l.f, l.size, l.newline, l.fileFirst = f, 0, false, l.seq+1
+	if l.opts.Sync {
+		if d, err := os.Open(filepath.Dir(l.path)); err == nil {
+			_ = d.Sync()
+			_ = d.Close()
+		}
+	}
+	if l.opts.MaxFiles < 0 {
+		return nil
+	}
+	rot, err := listRotated(l.path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := 0; i < len(rot)-l.opts.MaxFiles; i++ {
+		if err := os.Remove(rot[i].path); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -100,7 +100,10 @@ func runChild(mode string) int {
 		// Tell a waiting parent that SIGTERM is ignored from now on.
 		_, _ = io.WriteString(os.Stdout, sleeperReady)
 		sleepForever()
-	case ModeRepeatCursor, ModeBadMetadata:
+	case ModeEndlessLine:
+		return runEndlessLineChild()
+	}
+	if isRawMode(mode) {
 		if err := serveRaw(mode, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "mcptest:", err)
 			return 1

@@ -60,4 +60,57 @@
 //   - bad-metadata: a raw JSON-RPC server whose tools/list returns tools
 //     with hostile names, descriptions and input schemas (see
 //     [ToolNameWithSpaces] and the constants next to it).
+//
+// # Hostile modes
+//
+// Each attacks one bound of a client; the constants and functions named
+// give the exact sizes and texts, so tests can check what got through.
+// SDK-based ones have everything of mode behave too.
+//
+//   - huge-metadata (raw): one tools/list page with a valid tool whose
+//     description is 1 MiB and title 64 KiB ([ToolHugeDescription]), a
+//     tool whose name is 256 KiB of letters ([HugeName]), one tool for
+//     each of [InvalidToolNames] (empty, dot, slash, path, Cyrillic, tab,
+//     NUL, emoji, zero-width space) and an ordinary [ToolPlain]. Every
+//     call answers "ok".
+//   - many-tools (raw): [ManyTools] (100,000) tools many_000000 …,
+//     [ManyToolsPageSize] (1,000) a page, the cursor being the decimal
+//     offset of the next page; a bad cursor is an invalid-params error.
+//   - schema-bomb (raw): a first page with [ToolRefCycle] ($ref cycles
+//     through $defs and back to the root), [ToolHugeEnum] (an enum of
+//     1,000,000 values, about 2 MB) and [ToolWideSchema] (50,000
+//     properties), then, at cursor [SchemaBombCursor], a page holding only
+//     [ToolDeepBomb], whose schema nests 10,000 object schemas (20,000
+//     levels of JSON; encoding/json decodes at most 10,000, and a go-sdk
+//     v1.8 client ends its session on that page).
+//   - hostile-text (SDK): a tool [ToolHostileText] whose title,
+//     description, property description, enum value and annotations title
+//     carry ANSI sequences, C0 and C1 controls, zero-width characters,
+//     bidi overrides and isolates, variation-selector runs, text in the
+//     Unicode tags block and a prompt injection ([HostileText],
+//     [InjectionText], [TagHiddenText]); each call answers HostileText.
+//   - rug-pull, rug-pull-schema, rug-pull-destructive (raw): the first
+//     tools/list shows [RugPullTool] honest (read-only, one required
+//     property city); every later one shows it pulled, without any
+//     list_changed notification: rug-pull appends an injection to its
+//     description ([RugPulledDescription]) and rewords the description of
+//     a second tool, [RugPullQuietTool], harmlessly; rug-pull-schema adds
+//     the required property [RugPullRequired]; rug-pull-destructive sets
+//     readOnlyHint false and destructiveHint true. Over HTTP
+//     ([ServeStreamableOnly]) the count is per server.
+//   - flood-notify (raw): a tool [ToolFlood] that, before it answers,
+//     sends count (default [FloodNotifications], 10,000; at most
+//     1,000,000) notifications/message and as many notifications/progress,
+//     the latter with the call's progress token or, when it has none,
+//     [FloodProgressToken], which the client never sent.
+//   - flood-result (SDK): a tool [ToolFloodResult] answering 50 MiB of
+//     text in one message, over the go-sdk's default 16 MiB cap.
+//   - binary-result (SDK): tools [ToolImage] (a 6 MiB PNG), [ToolAudio]
+//     (2 MiB WAV) and [ToolMixed] (text, a 64 KiB image, an embedded 1 MiB
+//     binary resource and a resource link); the bytes are [Blob].
+//   - huge-resource (SDK): resources [HugeTextResource] (20 MiB of text,
+//     listed as 10 bytes long) and [HugeBlobResource] (16 MiB binary).
+//   - endless-line: reads the initialize request, then writes
+//     [EndlessLineBytes] (100 MiB) starting with [EndlessLinePrefix] and
+//     the request's id, never a newline, and waits for stdin to close.
 package mcptest

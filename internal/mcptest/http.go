@@ -31,8 +31,10 @@ func ServeHTTP(t testing.TB, mode string) (streamableURL, sseURL string) {
 // ServeStreamableOnly serves mode over Streamable HTTP at the returned URL,
 // where POST works but GET (which opens the server-to-client SSE stream, or
 // a legacy SSE session) gets 405 Method Not Allowed. Mode is behave,
-// hang-call, list-changed, repeat-cursor or bad-metadata; the last two are
-// served by a sessionless server that answers each POST with JSON.
+// hang-call, list-changed, repeat-cursor, bad-metadata, or one of the raw
+// hostile modes that only answer (huge-metadata, many-tools, schema-bomb
+// and the rug-pull modes); the raw modes are served by a sessionless
+// server that answers each POST with JSON.
 func ServeStreamableOnly(t testing.TB, mode string) string {
 	t.Helper()
 	requireHTTPMode(t, mode, true)
@@ -92,7 +94,7 @@ func ServeHTTPWithHeaderCheck(t testing.TB, mode, header, value string) string {
 // modes only when raw is set).
 func requireHTTPMode(t testing.TB, mode string, raw bool) {
 	t.Helper()
-	if isHTTPMode(mode) || raw && isRawMode(mode) {
+	if isHTTPMode(mode) || raw && isRawHTTPMode(mode) {
 		return
 	}
 	t.Fatalf("mcptest: mode %q cannot be served by this HTTP helper", mode)

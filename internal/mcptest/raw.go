@@ -9,12 +9,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
 // This file is a small JSON-RPC 2.0 server that speaks just enough MCP to
-// misbehave in ways the go-sdk server cannot: modes repeat-cursor and
-// bad-metadata. It answers initialize, ping, tools/list and tools/call,
+// misbehave in ways the go-sdk server cannot: modes repeat-cursor,
+// bad-metadata and the raw hostile modes of hostile.go. It answers initialize, ping, tools/list and tools/call,
 // ignores notifications and responses, and rejects every other method
 // (server/discover among them, which sends go-sdk clients back to
 // initialize) with "method not found".
@@ -64,6 +65,7 @@ func negotiate(version string) string {
 const (
 	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
 )
 
 // rawMessage is an incoming JSON-RPC message.
@@ -91,6 +93,16 @@ type rawError struct {
 func serveRaw(mode string, r io.Reader, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	dec := json.NewDecoder(r)
+	srv := &rawServer{mode: mode}
+	send := func(msg any) error {
+		out, err := marshalRaw(msg)
+		if err != nil {
+			return err
+		}
+		bw.Write(out)
+		bw.WriteByte('\n')
+		return bw.Flush()
+	}
 	for {
 		var data json.RawMessage
 		if err := dec.Decode(&data); err != nil {
@@ -99,17 +111,11 @@ func serveRaw(mode string, r io.Reader, w io.Writer) error {
 			}
 			return fmt.Errorf("reading a message: %w", err)
 		}
-		resp, ok := respondRaw(mode, data)
+		resp, ok := srv.respond(data, send)
 		if !ok {
 			continue
 		}
-		out, err := json.Marshal(resp)
-		if err != nil {
-			return err
-		}
-		bw.Write(out)
-		bw.WriteByte('\n')
-		if err := bw.Flush(); err != nil {
+		if err := send(resp); err != nil {
 			return err
 		}
 	}
@@ -117,8 +123,10 @@ func serveRaw(mode string, r io.Reader, w io.Writer) error {
 
 // rawHTTPHandler serves mode as a Streamable HTTP server that answers every
 // POST with a JSON body (or 202 Accepted for a notification), never opens
-// an SSE stream and has no sessions: GET and DELETE get 405.
+// an SSE stream and has no sessions: GET and DELETE get 405. The state of
+// the rug-pull modes (how many lists were answered) is the handler's.
 func rawHTTPHandler(mode string) http.Handler {
+	srv := &rawServer{mode: mode}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -130,19 +138,49 @@ func rawHTTPHandler(mode string) http.Handler {
 			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp, ok := respondRaw(mode, bytes.TrimSpace(data))
+		resp, ok := srv.respond(bytes.TrimSpace(data), func(any) error { return nil })
 		if !ok {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
+		out, err := marshalRaw(resp)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(resp)
+		_, _ = w.Write(append(out, '\n'))
 	})
 }
 
-// respondRaw answers one JSON-RPC message of mode. It reports false when
-// the message needs no answer (a notification or a response).
-func respondRaw(mode string, data []byte) (rawResponse, bool) {
+// verbatim is a JSON result written as is, unchecked: encoding/json
+// refuses to write values nested over 10,000 levels, which mode
+// schema-bomb sends on purpose.
+type verbatim string
+
+// marshalRaw encodes a message, writing a verbatim result as is.
+func marshalRaw(msg any) ([]byte, error) {
+	if r, ok := msg.(rawResponse); ok {
+		if v, ok := r.Result.(verbatim); ok {
+			return []byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":` + string(v) + `}`), nil
+		}
+	}
+	return json.Marshal(msg)
+}
+
+// rawServer is the state of one raw server: one stdio process, or one
+// HTTP handler.
+type rawServer struct {
+	mode  string
+	mu    sync.Mutex
+	lists int // tools/list requests answered
+}
+
+// respond answers one JSON-RPC message. It reports false when the message
+// needs no answer (a notification or a response). send writes a message
+// before the answer: the notifications of mode flood-notify.
+func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, bool) {
+	mode := s.mode
 	resp := rawResponse{JSONRPC: "2.0", ID: json.RawMessage("null")}
 	var msg rawMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
@@ -159,23 +197,53 @@ func respondRaw(mode string, data []byte) (rawResponse, bool) {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		_ = json.Unmarshal(msg.Params, &p)
+		caps := map[string]any{"tools": map[string]any{}}
+		if mode == ModeFloodNotify {
+			caps["logging"] = map[string]any{}
+		}
 		resp.Result = map[string]any{
 			"protocolVersion": negotiate(p.ProtocolVersion),
-			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"capabilities":    caps,
 			"serverInfo":      map[string]any{"name": "mcptest-" + mode, "version": "1.0.0"},
 		}
 	case "ping":
 		resp.Result = map[string]any{}
 	case "tools/list":
-		if mode == ModeRepeatCursor {
+		var p struct {
+			Cursor string `json:"cursor"`
+		}
+		_ = json.Unmarshal(msg.Params, &p)
+		s.mu.Lock()
+		s.lists++
+		n := s.lists
+		s.mu.Unlock()
+		switch mode {
+		case ModeRepeatCursor:
 			resp.Result = map[string]any{
 				"tools":      []any{rawTool(RepeatTool, "Lists itself on every page.", objectSchema())},
 				"nextCursor": RepeatCursor,
 			}
-		} else {
+		case ModeBadMetadata:
 			resp.Result = map[string]any{"tools": badMetadataTools()}
+		case ModeSchemaBomb:
+			if p.Cursor == SchemaBombCursor {
+				resp.Result = verbatim(deepBombPage())
+				break
+			}
+			fallthrough
+		default:
+			result, err := hostileList(mode, p.Cursor, n)
+			if err != nil {
+				resp.Error = &rawError{Code: codeInvalidParams, Message: err.Error()}
+			} else {
+				resp.Result = result
+			}
 		}
 	case "tools/call":
+		if mode == ModeFloodNotify {
+			resp.Result = floodNotify(msg.Params, send)
+			break
+		}
 		resp.Result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}
 	default:
 		resp.Error = &rawError{Code: codeMethodNotFound, Message: "Method not found: " + msg.Method}

@@ -63,7 +63,8 @@ const Readme = "mcptest is a small MCP server for tests.\n"
 // isSDKMode reports whether mode is served by an mcp.Server.
 func isSDKMode(mode string) bool {
 	switch mode {
-	case ModeBehave, ModeHangCall, ModeCrashCall, ModeGrandchild, ModeIgnoreSIGTERM, ModeFloodStderr, ModeListChanged:
+	case ModeBehave, ModeHangCall, ModeCrashCall, ModeGrandchild, ModeIgnoreSIGTERM, ModeFloodStderr, ModeListChanged,
+		ModeHostileText, ModeFloodResult, ModeBinaryResult, ModeHugeResource:
 		return true
 	}
 	return false
@@ -72,7 +73,18 @@ func isSDKMode(mode string) bool {
 // isRawMode reports whether mode is served by the raw JSON-RPC server of
 // raw.go.
 func isRawMode(mode string) bool {
-	return mode == ModeRepeatCursor || mode == ModeBadMetadata
+	switch mode {
+	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
+		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify:
+		return true
+	}
+	return false
+}
+
+// isRawHTTPMode reports whether the HTTP helpers serve raw mode mode:
+// those that only answer, never notify.
+func isRawHTTPMode(mode string) bool {
+	return isRawMode(mode) && mode != ModeFloodNotify
 }
 
 // isHTTPMode reports whether the HTTP helpers serve SDK mode mode: they
@@ -84,7 +96,7 @@ func isHTTPMode(mode string) bool {
 
 // knownMode reports whether mode is one of the modes above.
 func knownMode(mode string) bool {
-	return isSDKMode(mode) || isRawMode(mode) || mode == ModeHangInit || mode == ModeGarbage || mode == ModeSleeper
+	return isSDKMode(mode) || isRawMode(mode) || mode == ModeHangInit || mode == ModeGarbage || mode == ModeSleeper || mode == ModeEndlessLine
 }
 
 // serverConfig is what, beyond its mode, shapes an SDK-based server.
@@ -106,6 +118,7 @@ func newServer(mode string, cfg serverConfig) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest-" + mode, Version: "1.0.0"}, opts)
 	addEcho(s, "Echoes text back.")
 	addBehave(s)
+	addHostile(s, mode)
 	for i := range cfg.extraTools {
 		name := fmt.Sprintf("tool_%04d", i)
 		s.AddTool(&mcp.Tool{

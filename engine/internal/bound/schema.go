@@ -1,0 +1,338 @@
+package bound
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Schema bounds a tool's input (or output) schema from an untrusted
+// server and returns it compact, with every string cleaned:
+//
+//   - a schema over l.MaxSchemaBytes, deeper than l.MaxSchemaDepth (the
+//     root object being level 1), not valid JSON, not a JSON object, or
+//     with a key twice in one object (which parsers resolve differently)
+//     is an error saying why, and the caller drops the tool with that
+//     reason;
+//   - the strings of "description" and "$comment" are cleaned and clipped
+//     like a description, those of "title" like a title (see
+//     [SanitizeText]); every other string, keys included, loses escape
+//     sequences, control and invisible characters but is otherwise kept
+//     as written, since a model must send it back exactly;
+//   - each "enum" keeps its first l.MaxEnumValues values;
+//   - "$ref", "$dynamicRef" and "$recursiveRef" are kept as written and
+//     counted, never followed, so a reference cycle costs nothing.
+//
+// The walk is iterative: nothing in it recurses on the schema's nesting.
+// An empty raw is returned as is. Zero fields of l are defaults.
+func Schema(raw json.RawMessage, l Limits) (json.RawMessage, Report, error) {
+	l = l.norm()
+	var r Report
+	if len(raw) == 0 {
+		return raw, r, nil
+	}
+	out, err := boundJSON(raw, l, &r, true)
+	if err != nil {
+		return nil, r, err
+	}
+	return out, r, nil
+}
+
+// Keys whose string values are prose for people and models.
+const (
+	keyDescription = "description"
+	keyComment     = "$comment"
+	keyTitle       = "title"
+	keyEnum        = "enum"
+)
+
+// frame is one open object or array of boundJSON.
+type frame struct {
+	obj     bool
+	wantKey bool                // an object expecting a key (or its end)
+	key     string              // the key whose value is being read
+	n       int                 // members or elements seen
+	keys    map[string]struct{} // keys seen, for duplicates
+	enum    bool                // an array that is an "enum" value
+	skip    bool                // clipped: read, not written
+}
+
+// boundJSON copies the JSON object raw compactly, within l, cleaning
+// strings; in a schema (schema set), enums are clipped and references
+// counted.
+func boundJSON(raw []byte, l Limits, r *Report, schema bool) (json.RawMessage, error) {
+	if len(raw) > l.MaxSchemaBytes {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d", len(raw), l.MaxSchemaBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	out := make([]byte, 0, len(raw))
+	var stack []frame
+	done := false // the root value is complete
+	enumClipped := 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		if done {
+			return nil, errors.New("not valid JSON: more than one value")
+		}
+		if len(stack) == 0 {
+			if d, ok := tok.(json.Delim); !ok || d != '{' {
+				return nil, errors.New("not a JSON object")
+			}
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if !f.skip {
+				out = append(out, byte(d))
+			}
+			if f.enum && f.n > l.MaxEnumValues {
+				r.EnumValues += f.n - l.MaxEnumValues
+				enumClipped++
+			}
+			if len(stack) == 0 {
+				done = true
+			} else if top := &stack[len(stack)-1]; top.obj {
+				top.wantKey = true
+			}
+			continue
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.wantKey {
+			key := stripHidden(tok.(string), r) // the decoder only gives strings here
+			if top.keys == nil {
+				top.keys = make(map[string]struct{}, 8)
+			}
+			if _, dup := top.keys[key]; dup {
+				return nil, fmt.Errorf("key %q appears twice in one object", clipKey(key))
+			}
+			top.keys[key] = struct{}{}
+			if !top.skip {
+				if top.n > 0 {
+					out = append(out, ',')
+				}
+				out = appendQuoted(out, key)
+				out = append(out, ':')
+			}
+			top.n++
+			top.key, top.wantKey = key, false
+			if schema && (key == "$ref" || key == "$dynamicRef" || key == "$recursiveRef") {
+				r.Refs++
+			}
+			continue
+		}
+		// A value: the root, an array element or a member's value.
+		skip := false
+		if top != nil {
+			if !top.obj {
+				skip = top.skip || top.enum && top.n >= l.MaxEnumValues
+				if !skip && top.n > 0 {
+					out = append(out, ',')
+				}
+				top.n++
+			} else {
+				skip = top.skip
+				top.wantKey = true
+			}
+		}
+		switch v := tok.(type) {
+		case json.Delim: // '{' or '['
+			if len(stack)+1 > l.MaxSchemaDepth {
+				return nil, fmt.Errorf("nested deeper than %d levels", l.MaxSchemaDepth)
+			}
+			f := frame{obj: v == '{', wantKey: v == '{', skip: skip}
+			if top != nil {
+				top.wantKey = false // restored when this value closes
+				f.enum = schema && v == '[' && top.obj && top.key == keyEnum
+			}
+			stack = append(stack, f)
+			if !skip {
+				out = append(out, byte(v))
+			}
+		case string:
+			if skip {
+				continue
+			}
+			if top != nil && top.obj {
+				switch top.key {
+				case keyDescription, keyComment:
+					s, rr := SanitizeText(v, l.MaxDescriptionChars)
+					r.Add(rr)
+					out = appendQuoted(out, s)
+					continue
+				case keyTitle:
+					s, rr := SanitizeText(v, l.MaxTitleChars)
+					r.Add(rr)
+					out = appendQuoted(out, s)
+					continue
+				}
+			}
+			out = appendQuoted(out, stripHidden(v, r))
+		case json.Number:
+			if !skip {
+				out = append(out, v...)
+			}
+		case bool:
+			if !skip {
+				if v {
+					out = append(out, "true"...)
+				} else {
+					out = append(out, "false"...)
+				}
+			}
+		case nil:
+			if !skip {
+				out = append(out, "null"...)
+			}
+		}
+		if _, open := tok.(json.Delim); top == nil && !open {
+			done = true // a scalar root; rejected above, kept for safety
+		}
+	}
+	if !done {
+		return nil, errors.New("not valid JSON: unexpected end")
+	}
+	if enumClipped > 0 {
+		r.note(fmt.Sprintf("clipped %d enums to %d values", enumClipped, l.MaxEnumValues))
+	}
+	if len(out) > l.MaxSchemaBytes {
+		return nil, fmt.Errorf("%d bytes once cleaned, over the limit of %d", len(out), l.MaxSchemaBytes)
+	}
+	return out, nil
+}
+
+// clipKey shortens a key for an error message.
+func clipKey(s string) string {
+	out, _ := SanitizeText(s, 64)
+	return out
+}
+
+// stripHidden removes escape sequences, control characters other than
+// tab, newline and carriage return, and invisible characters from s, and
+// counts them in r; it keeps everything else, white space included, as
+// written. Invalid UTF-8 becomes U+FFFD.
+func stripHidden(s string, r *Report) string {
+	clean := true
+	for _, ru := range s {
+		if hidden(ru) || ru == utf8.RuneError || isVariationSelector(ru) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	prevVisible := false
+	for i := 0; i < len(s); {
+		ru, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case ru == 0x1b:
+			i = skipEscape(s, i)
+			r.Escapes++
+			prevVisible = false
+		case ru == 0x9b:
+			i = skipCSI(s, i)
+			r.Escapes++
+			prevVisible = false
+		case ru == 0x9d || ru == 0x90 || ru == 0x98 || ru == 0x9e || ru == 0x9f:
+			i = skipString(s, i)
+			r.Escapes++
+			prevVisible = false
+		case ru == utf8.RuneError && size <= 1:
+			r.InvalidUTF8++
+			b.WriteRune(utf8.RuneError)
+			prevVisible = true
+		case isVariationSelector(ru):
+			if prevVisible {
+				b.WriteRune(ru)
+			} else {
+				r.Invisible++
+			}
+			prevVisible = false
+		case ru < 0x20 || ru >= 0x7f && ru < 0xa0:
+			r.Controls++
+		case isInvisible(ru):
+			r.Invisible++
+		default:
+			b.WriteRune(ru)
+			prevVisible = ru != '\t' && ru != '\n' && ru != '\r' && ru != ' '
+		}
+	}
+	return b.String()
+}
+
+// hidden reports whether stripHidden removes ru (variation selectors
+// aside).
+func hidden(ru rune) bool {
+	if ru < 0x7f {
+		return ru < 0x20 && ru != '\t' && ru != '\n' && ru != '\r'
+	}
+	return ru < 0xa0 || isInvisible(ru)
+}
+
+// appendQuoted appends s, valid UTF-8, as a JSON string. Only what JSON
+// requires is escaped, plus U+2028 and U+2029 for JavaScript readers.
+func appendQuoted(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		ru, size := utf8.DecodeRuneInString(s[i:])
+		if ru == 0x2028 || ru == 0x2029 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[ru&0xf])
+			i += size
+			start = i
+			continue
+		}
+		if ru == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

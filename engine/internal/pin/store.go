@@ -1,0 +1,333 @@
+package pin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/voltmcp/voltmcp/engine/internal/bound"
+)
+
+// storeFormat is the version of the pin file format.
+const storeFormat = 1
+
+// maxStoreFile bounds a pin file read: 1000 tools of bounded metadata,
+// pinned and pending, fit with room to spare.
+const maxStoreFile = 256 << 20
+
+// Pin is the pinned version of one tool.
+type Pin struct {
+	Meta Meta   `json:"meta"`
+	Hash string `json:"hash"`
+	// PinnedAt is when this version was pinned: first seen or approved.
+	PinnedAt time.Time `json:"pinnedAt"`
+}
+
+// Pending is a changed version of a pinned tool, waiting for approval.
+type Pending struct {
+	Meta Meta   `json:"meta"`
+	Hash string `json:"hash"`
+	// Change rates the change from the pinned version.
+	Change Change `json:"change"`
+	// SeenAt is when this version was first seen.
+	SeenAt time.Time `json:"seenAt"`
+}
+
+// Pins is what the store holds for one server. The zero Pins holds
+// nothing.
+type Pins struct {
+	Format  int                `json:"format"`
+	Server  string             `json:"server"`
+	Tools   map[string]Pin     `json:"tools"`
+	Pending map[string]Pending `json:"pending,omitempty"`
+}
+
+// ToolChange is a tool whose metadata differs from its pin.
+type ToolChange struct {
+	Name   string `json:"name"`
+	Change Change `json:"change"`
+}
+
+// Result is what [Store.Observe] found.
+type Result struct {
+	// New lists the tools pinned on first sight.
+	New []string `json:"new,omitempty"`
+	// Changed lists the tools that differ from their pin and now have a
+	// pending change, with its rating.
+	Changed []ToolChange `json:"changed,omitempty"`
+	// Reverted lists the tools whose pending change went away because the
+	// server sent the pinned version again.
+	Reverted []string `json:"reverted,omitempty"`
+	// Missing lists pinned tools the server no longer lists. Their pins
+	// stay, so that a tool that comes back is compared with what was
+	// pinned.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Store keeps the pins of every server in a directory, one file a server,
+// <dir>/<server>.json, mode 0600. Every write replaces the file atomically
+// (a temporary file, fsync, rename, fsync of the directory), so that a
+// crash at any point leaves the old file or the new one. Methods are safe
+// for concurrent use within one process; two processes writing the same
+// server's file at once may lose one of the two updates (never the file).
+type Store struct {
+	dir string
+	mu  sync.Mutex
+}
+
+// OpenStore returns the store in dir, creating the directory (0700) if
+// needed.
+func OpenStore(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("pin store: no directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pin store: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// path returns the file of server, which must be a valid id.
+func (s *Store) path(server string) (string, error) {
+	if !bound.ValidName(server) {
+		return "", fmt.Errorf("pin store: invalid server id %q", server)
+	}
+	return filepath.Join(s.dir, server+".json"), nil
+}
+
+// Get returns the pins of server; a server never seen has empty Pins. A
+// file that cannot be read, is corrupt, or belongs to another server is
+// an error naming the file: the caller should treat the server as
+// unpinned and blocked (fail closed), not start over.
+func (s *Store) Get(server string) (Pins, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.load(server)
+}
+
+// load reads the pins of server.
+func (s *Store) load(server string) (Pins, error) {
+	path, err := s.path(server)
+	if err != nil {
+		return Pins{}, err
+	}
+	empty := Pins{Format: storeFormat, Server: server, Tools: map[string]Pin{}, Pending: map[string]Pending{}}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return empty, nil
+	}
+	if err != nil {
+		return Pins{}, fmt.Errorf("pin store: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return Pins{}, fmt.Errorf("pin store: %w", err)
+	}
+	if info.Size() > maxStoreFile {
+		return Pins{}, fmt.Errorf("pin store: %s: over %d bytes", path, maxStoreFile)
+	}
+	data := make([]byte, info.Size())
+	if _, err := readFull(f, data); err != nil {
+		return Pins{}, fmt.Errorf("pin store: %s: %w", path, err)
+	}
+	var p Pins
+	if err := json.Unmarshal(data, &p); err != nil {
+		return Pins{}, fmt.Errorf("pin store: %s: corrupt: %v", path, err)
+	}
+	switch {
+	case p.Format != storeFormat:
+		return Pins{}, fmt.Errorf("pin store: %s: format %d, want %d", path, p.Format, storeFormat)
+	case p.Server != server:
+		return Pins{}, fmt.Errorf("pin store: %s: holds server %q", path, p.Server)
+	}
+	if p.Tools == nil {
+		p.Tools = map[string]Pin{}
+	}
+	if p.Pending == nil {
+		p.Pending = map[string]Pending{}
+	}
+	for name, pin := range p.Tools {
+		if pin.Meta.Name != name || pin.Hash == "" {
+			return Pins{}, fmt.Errorf("pin store: %s: corrupt: bad pin for %q", path, name)
+		}
+	}
+	return p, nil
+}
+
+// readFull reads len(b) bytes, or fails.
+func readFull(f *os.File, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := f.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// save writes the pins of a server atomically.
+func (s *Store) save(p Pins) error {
+	path, err := s.path(p.Server)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(p, "", "\t")
+	if err != nil {
+		return fmt.Errorf("pin store: %w", err)
+	}
+	return writeAtomic(path, append(data, '\n'))
+}
+
+// writeAtomic replaces path with data: a temporary file in the same
+// directory, written, synced and renamed over path, then the directory
+// synced.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("pin store: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pin store: writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("pin store: writing %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Hash is the default tool hash of [Store.Observe]: the sha256 of the
+// JSON of m, schemas and annotations as given.
+func Hash(m Meta) string {
+	data, _ := json.Marshal(m) // plain data; cannot fail
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Observe compares the tools a server lists now with its pins. A tool
+// seen for the first time is pinned; one whose hash differs from its pin
+// gets a pending change with its rating (see [Rate]) and keeps its pin;
+// one back to its pinned hash loses its pending change. hash computes a
+// tool's hash; nil means [Hash]. The file is written only when something
+// changed. Tools listed twice count once, the first.
+func (s *Store) Observe(server string, tools []Meta, hash func(Meta) string) (Result, error) {
+	if hash == nil {
+		hash = Hash
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(server)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	now := time.Now().UTC()
+	dirty := false
+	listed := make(map[string]bool, len(tools))
+	for _, m := range tools {
+		if listed[m.Name] {
+			continue
+		}
+		listed[m.Name] = true
+		h := hash(m)
+		pin, ok := p.Tools[m.Name]
+		switch {
+		case !ok:
+			p.Tools[m.Name] = Pin{Meta: m, Hash: h, PinnedAt: now}
+			res.New = append(res.New, m.Name)
+			dirty = true
+		case pin.Hash == h:
+			if _, pending := p.Pending[m.Name]; pending {
+				delete(p.Pending, m.Name)
+				res.Reverted = append(res.Reverted, m.Name)
+				dirty = true
+			}
+		default:
+			prev, had := p.Pending[m.Name]
+			if had && prev.Hash == h {
+				res.Changed = append(res.Changed, ToolChange{Name: m.Name, Change: prev.Change})
+				continue
+			}
+			ch := Rate(pin.Meta, m)
+			if ch.Severity == SeverityNone {
+				ch = Change{Severity: SeverityCosmetic, Details: []string{"the hash changed but nothing the pin records did"}}
+			}
+			p.Pending[m.Name] = Pending{Meta: m, Hash: h, Change: ch, SeenAt: now}
+			res.Changed = append(res.Changed, ToolChange{Name: m.Name, Change: ch})
+			dirty = true
+		}
+	}
+	for name := range p.Tools {
+		if !listed[name] {
+			res.Missing = append(res.Missing, name)
+		}
+	}
+	slices.Sort(res.Missing)
+	if dirty {
+		if err := s.save(p); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// Approve pins the pending changes of the named tools of server; with no
+// names, every pending change of server. Naming a tool without a pending
+// change is an error, and then nothing is approved.
+func (s *Store) Approve(server string, tools ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(server)
+	if err != nil {
+		return err
+	}
+	if len(tools) == 0 {
+		for name := range p.Pending {
+			tools = append(tools, name)
+		}
+		if len(tools) == 0 {
+			return nil
+		}
+	}
+	for _, name := range tools {
+		if _, ok := p.Pending[name]; !ok {
+			return fmt.Errorf("pin store: server %q has no pending change for tool %q", server, name)
+		}
+	}
+	now := time.Now().UTC()
+	for _, name := range tools {
+		pend := p.Pending[name]
+		p.Tools[name] = Pin{Meta: pend.Meta, Hash: pend.Hash, PinnedAt: now}
+		delete(p.Pending, name)
+	}
+	return s.save(p)
+}

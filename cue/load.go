@@ -131,6 +131,7 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 	policies := make([][]PolicySource, len(docs))
 	for i, ld := range docs {
 		policies[i] = takePolicies(ld, d)
+		absPluginPaths(ld)
 	}
 	// Trust comes from the user layers alone: a project cannot vouch for
 	// itself.
@@ -143,6 +144,11 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 				d.addAt(SeverityWarning, CodeProjectSetting, s, "defaultProjectTrust", "set it in a user layer",
 					"a project cannot set its own trust; this setting is ignored")
 				s.del("defaultProjectTrust")
+			}
+			if s := ld.doc.get("settings"); s != nil && s.get("plugins") != nil {
+				d.addAt(SeverityWarning, CodeProjectSetting, s, "plugins", "set it in a user layer",
+					"a project cannot add plugins to the gateway; this setting is ignored")
+				s.del("plugins")
 			}
 		}
 	}
@@ -231,6 +237,27 @@ func takePolicies(ld *layerDoc, d *diags) []PolicySource {
 		out = append(out, PolicySource{Path: filepath.Clean(p), Layer: ld.status.Layer, At: it.pos()})
 	}
 	return out
+}
+
+// absPluginPaths makes the module paths of a layer's settings.plugins
+// absolute against the file's directory.
+func absPluginPaths(ld *layerDoc) {
+	if !ld.ok || ld.doc == nil {
+		return
+	}
+	p := ld.doc.get("settings").get("plugins")
+	dir := filepath.Dir(ld.status.Path)
+	for _, key := range []string{"classifiers", "shapers"} {
+		list := p.get(key)
+		if list == nil || list.kind != kindArray {
+			continue
+		}
+		for _, it := range list.items {
+			if path := it.get("path"); path != nil && path.kind == kindString && !filepath.IsAbs(path.str) {
+				path.str = filepath.Clean(filepath.Join(dir, path.str))
+			}
+		}
+	}
 }
 
 // reportUntrusted marks the project layers as not loaded and says why.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -105,6 +106,22 @@ func merge(docs []*layerDoc, include func(Layer) bool, o Options, d *diags) *Con
 		}
 	}
 	cfg := &Config{Sources: map[string]Origin{}}
+	// A project layer may lower the limits, never raise them: where the
+	// merged value is above the user layers' own, the user layers' wins.
+	if l := settings.get("limits"); l != nil {
+		user := mergeSettings(docs, func(l Layer) bool { return include(l) && !l.IsProject() }, o.Schema.defSettings).get("limits")
+		for _, f := range l.fields {
+			u := user.get(f.key)
+			if u == nil || u.kind != kindNumber || f.value.kind != kindNumber {
+				continue
+			}
+			uv, err1 := strconv.ParseInt(u.str, 10, 64)
+			mv, err2 := strconv.ParseInt(f.value.str, 10, 64)
+			if err1 == nil && err2 == nil && mv > uv {
+				l.set(f.key, u.clone())
+			}
+		}
+	}
 	recordSources(cfg.Sources, "settings", settings)
 	if err := decodeNode(settings, &cfg.Settings); err != nil {
 		// Only validated values reach here; a failure is a bug, reported
@@ -318,6 +335,11 @@ func resolveServer(ms *mergedServer, settings, defaults *node, d *diags) Server 
 	if err := decodeNode(n, &srv); err != nil {
 		at(CodeInvalidValue, "", "internal error decoding server %q: %v", ms.id, err)
 	}
+	var gw Limits
+	if l := settings.get("limits"); l != nil {
+		_ = decodeNode(l, &gw)
+	}
+	srv.Limits = gw.Min(srv.Limits)
 	srv.ID, srv.Key, srv.TransportAuto = ms.id, ms.key, auto
 	srv.Layer, srv.File, srv.BaseDir = ms.def.status.Layer, ms.def.status.Path, ms.def.baseDir
 	if ms.invalid {

@@ -426,7 +426,10 @@ func TestCustomTrustFunction(t *testing.T) {
 	loc := layers(t, map[Layer]string{LayerProject: `{"servers":{"x":{"command":"x"}}}`})
 	var seen TrustInput
 	res, err := Load(context.Background(), loc, &Options{Schema: testSchema(), Surface: SurfaceDaemon,
-		Trust: func(in TrustInput) TrustDecision { seen = in; return TrustDecision{Trusted: true, Reason: "policy says yes"} }})
+		Trust: func(in TrustInput) TrustDecision {
+			seen = in
+			return TrustDecision{Trusted: true, Reason: "policy says yes"}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,53 @@ type Settings struct {
 	DirectTools         bool   `json:"directTools"`
 	Resources           string `json:"resources"`
 	Prompts             string `json:"prompts"`
+	// Plugins come from user layers only; paths are absolute.
+	Plugins Plugins `json:"plugins"`
+	// Limits are the gateway-wide bounds on what servers send.
+	Limits Limits `json:"limits"`
+}
+
+// Plugins is settings.plugins: the WebAssembly classifiers and shapers.
+type Plugins struct {
+	// Builtin runs the built-in module after the listed ones.
+	Builtin     bool     `json:"builtin"`
+	Classifiers []Plugin `json:"classifiers"`
+	Shapers     []Plugin `json:"shapers"`
+}
+
+// Plugin is one module of settings.plugins.
+type Plugin struct {
+	// Path is the .wasm file, absolute.
+	Path string `json:"path"`
+	// SHA256 pins the module's content.
+	SHA256      string `json:"sha256"`
+	TimeoutMs   int64  `json:"timeoutMs,omitempty"`
+	MemoryPages int64  `json:"memoryPages,omitempty"`
+}
+
+// Limits bound what an upstream server may send. In a Server they are
+// the effective limits: the server's own where lower, else the settings'.
+type Limits struct {
+	MaxTools            int64 `json:"maxTools"`
+	MaxDescriptionChars int64 `json:"maxDescriptionChars"`
+	MaxSchemaBytes      int64 `json:"maxSchemaBytes"`
+	MaxSchemaDepth      int64 `json:"maxSchemaDepth"`
+	MaxEnumValues       int64 `json:"maxEnumValues"`
+	MaxResultBytes      int64 `json:"maxResultBytes"`
+	MaxMessageBytes     int64 `json:"maxMessageBytes"`
+}
+
+// Min returns the lower of each field, a zero field counting as unset.
+func (l Limits) Min(o Limits) Limits {
+	m := func(a, b int64) int64 {
+		if a == 0 || (b != 0 && b < a) {
+			return b
+		}
+		return a
+	}
+	return Limits{m(l.MaxTools, o.MaxTools), m(l.MaxDescriptionChars, o.MaxDescriptionChars), m(l.MaxSchemaBytes, o.MaxSchemaBytes),
+		m(l.MaxSchemaDepth, o.MaxSchemaDepth), m(l.MaxEnumValues, o.MaxEnumValues), m(l.MaxResultBytes, o.MaxResultBytes),
+		m(l.MaxMessageBytes, o.MaxMessageBytes)}
 }
 
 // The transports a server can use.
@@ -113,11 +160,14 @@ type Server struct {
 	Transport string `json:"transport,omitempty"`
 	// TransportAuto is true when a URL server named no transport: connect
 	// with Streamable HTTP and fall back to SSE.
-	TransportAuto bool        `json:"transportAuto,omitempty"`
-	Lifecycle     string      `json:"lifecycle"`
-	IncludeTools  []string    `json:"includeTools,omitempty"`
-	ExcludeTools  []string    `json:"excludeTools,omitempty"`
-	DirectTools   DirectTools `json:"directTools"`
+	TransportAuto bool   `json:"transportAuto,omitempty"`
+	Lifecycle     string `json:"lifecycle"`
+	// Limits are the server's effective limits (Limits.Min of its own
+	// and the settings').
+	Limits       Limits      `json:"limits"`
+	IncludeTools []string    `json:"includeTools,omitempty"`
+	ExcludeTools []string    `json:"excludeTools,omitempty"`
+	DirectTools  DirectTools `json:"directTools"`
 
 	ConnectTimeoutMs   int64 `json:"connectTimeoutMs"`
 	DiscoveryTimeoutMs int64 `json:"discoveryTimeoutMs"`

@@ -106,7 +106,7 @@ type command struct {
 
 func commands() []*command {
 	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
-		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand()},
+		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand()},
 		gatewayCommands()...)
 }
 

@@ -1,0 +1,88 @@
+package policies
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// BenchmarkTools measures one tools decision: memoized (the hot call path,
+// same input again) and evaluated (memo disabled).
+func BenchmarkTools(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts *Options
+	}{
+		{"memoized", nil},
+		{"evaluated", &Options{DisableMemo: true}},
+		{"evaluated-with-examples", &Options{DisableMemo: true, Dirs: []string{examplesDir}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := mustLoad(b, bc.opts)
+			ctx := context.Background()
+			in := githubTool()
+			in.IncludeTools = []string{"create_*", "list_*", "get_*"}
+			in.ExcludeTools = []string{"delete_*"}
+			if d := p.Tools(ctx, in); !d.Allowed {
+				b.Fatalf("got %+v", d)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Tools(ctx, in)
+			}
+		})
+	}
+}
+
+// BenchmarkRedact measures redacting a 50 KB tool output with a few
+// secrets in it.
+func BenchmarkRedact(b *testing.B) {
+	p := mustLoad(b, nil)
+	r, err := p.Redactor(context.Background(), RedactInput{EnvNames: []string{"ACME_DEPLOY_TOKEN", "DB_PASSWORD"}, LookupEnv: lookupCanary})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for i := 0; sb.Len() < 50<<10; i++ {
+		fmt.Fprintf(&sb, `{"id": %d, "title": "Issue number %d about the build", "url": "https://github.com/acme/repo/issues/%d", "state": "open"}`+"\n", i, i, i)
+		if i%100 == 0 {
+			sb.WriteString("Authorization: Bearer abcdefgh12345678 and canary-env-4d1c0ffee\n")
+		}
+	}
+	out := sb.String()[:50<<10]
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Redact(out)
+	}
+}
+
+// BenchmarkLoad measures Load: parsing, compiling and preparing the
+// default policies (and the examples).
+func BenchmarkLoad(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts *Options
+	}{{"default", nil}, {"with-examples", &Options{Dirs: []string{examplesDir}}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load(context.Background(), bc.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRedactor measures building a Redactor (once per load).
+func BenchmarkRedactor(b *testing.B) {
+	p := mustLoad(b, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Redactor(context.Background(), RedactInput{EnvNames: []string{"A_TOKEN"}, LookupEnv: lookupCanary}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

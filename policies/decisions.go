@@ -1,0 +1,299 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// FileHash is one project MCP file and the hash of its content, as found
+// now (TrustInput.Files) or as recorded when trust was given
+// (TrustInput.TrustedProjects).
+type FileHash struct {
+	Path        string `json:"path"`
+	ContentHash string `json:"content_hash"`
+}
+
+// TrustInput is the input document of the voltmcp.trust decision.
+type TrustInput struct {
+	// Project is the project root.
+	Project string `json:"project"`
+	// Files are the project's MCP config files with their content hashes.
+	Files []FileHash `json:"files"`
+	// Surface is the caller: interactive, serve, print, json, rpc, daemon
+	// or vet.
+	Surface string `json:"surface"`
+	// DefaultProjectTrust is the user setting: "ask", "never" or "always".
+	DefaultProjectTrust string `json:"default_project_trust"`
+	// Approve and NoApprove are the --approve and --no-approve flags.
+	Approve   bool `json:"approve"`
+	NoApprove bool `json:"no_approve"`
+	// TrustedProjects is the host's trust record: the files trusted and the
+	// content hash each had then. Paths are compared with Files' paths.
+	TrustedProjects []FileHash `json:"trusted_projects"`
+}
+
+// TrustDecision says whether a project's MCP config layers load.
+type TrustDecision struct {
+	Trusted bool `json:"trusted"`
+	// NeedsTrust is true when trust was recorded for the project's files
+	// but no longer matches them (a file changed or was added); a reason
+	// names each file.
+	NeedsTrust bool     `json:"needs_trust"`
+	Reasons    []Reason `json:"reasons"`
+}
+
+// Server is the server part of a ToolInput.
+type Server struct {
+	ID string `json:"id"`
+	// Scope is "user" or "project": which config layer defines the server.
+	Scope     string   `json:"scope"`
+	Transport string   `json:"transport"`
+	Command   string   `json:"command"`
+	Args      []string `json:"args"`
+	URL       string   `json:"url"`
+}
+
+// Tool is the tool part of a ToolInput. Annotations are the MCP
+// annotations as the server sent them (MCP's own camelCase names).
+type Tool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+}
+
+// Pin is a tool's state against its approved definition.
+type Pin struct {
+	// State is "new", "pinned", "changed" or "approved".
+	State string `json:"state"`
+	// Change classifies a change: "cosmetic", "description",
+	// "schema-compatible", "schema-breaking", "escalation", or "".
+	Change string `json:"change"`
+}
+
+// ToolInput is the input document of the voltmcp.tools decision.
+type ToolInput struct {
+	Server Server `json:"server"`
+	Tool   Tool   `json:"tool"`
+	// Risk is the tool's risk class (read, write, destructive, unknown)
+	// and RiskReason what it was derived from.
+	Risk         string   `json:"risk"`
+	RiskReason   string   `json:"risk_reason"`
+	IncludeTools []string `json:"include_tools"`
+	ExcludeTools []string `json:"exclude_tools"`
+	Pin          Pin      `json:"pin"`
+	// Quarantined is true while the server waits for review.
+	Quarantined bool   `json:"quarantined"`
+	Surface     string `json:"surface"`
+}
+
+// ToolDecision says whether a tool is exposed in search, describe and
+// listings, and whether a call to it is allowed.
+type ToolDecision struct {
+	Exposed bool `json:"exposed"`
+	Allowed bool `json:"allowed"`
+	// Pending is true when the tool is exposed and would be allowed after
+	// an approval (a changed pin or a quarantined server).
+	Pending bool     `json:"pending"`
+	Reasons []Reason `json:"reasons"`
+}
+
+// RemoteInput is the input document of the voltmcp.remote decision.
+type RemoteInput struct {
+	// Command is the RPC command, e.g. "connect_mcp_server".
+	Command string `json:"command"`
+	// Caller is "local" or "remote".
+	Caller string `json:"caller"`
+	// Server is the target server id, or "" for workspace-wide commands.
+	Server string `json:"server"`
+	// ServerInTrustedConfig is true when Server exists in trusted config.
+	ServerInTrustedConfig bool `json:"server_in_trusted_config"`
+	// AuthFlow is the flow of start_mcp_server_auth: "device", "browser"
+	// or "".
+	AuthFlow string `json:"auth_flow,omitempty"`
+}
+
+// Decision is a plain allow-or-deny decision.
+type Decision struct {
+	Allow   bool     `json:"allow"`
+	Reasons []Reason `json:"reasons"`
+}
+
+// Trust decides whether a project's MCP config loads. It fails closed:
+// on any policy error the project is untrusted and the reason says why.
+func (p *Policies) Trust(ctx context.Context, in TrustInput) TrustDecision {
+	d, err := decideTyped(ctx, p, AreaTrust, in, p.decodeTrust)
+	if err != nil {
+		return TrustDecision{Reasons: []Reason{p.failReason(AreaTrust, err)}}
+	}
+	return d
+}
+
+// Tools decides whether a tool is exposed and whether a call is allowed.
+// It fails closed: on any policy error the tool is neither exposed nor
+// allowed and the reason says why.
+func (p *Policies) Tools(ctx context.Context, in ToolInput) ToolDecision {
+	d, err := decideTyped(ctx, p, AreaTools, in, p.decodeTools)
+	if err != nil {
+		return ToolDecision{Reasons: []Reason{p.failReason(AreaTools, err)}}
+	}
+	return d
+}
+
+// Remote decides whether a caller may run an RPC or daemon command. It
+// fails closed: on any policy error the command is refused.
+func (p *Policies) Remote(ctx context.Context, in RemoteInput) Decision {
+	d, err := decideTyped(ctx, p, AreaRemote, in, p.decodeRemote)
+	if err != nil {
+		return Decision{Reasons: []Reason{p.failReason(AreaRemote, err)}}
+	}
+	return d
+}
+
+// cloner is a decision that can copy itself, so memoized values are never
+// shared with callers.
+type cloner[T any] interface{ clone() T }
+
+func (d TrustDecision) clone() TrustDecision { d.Reasons = slices.Clone(d.Reasons); return d }
+func (d ToolDecision) clone() ToolDecision   { d.Reasons = slices.Clone(d.Reasons); return d }
+func (d Decision) clone() Decision           { d.Reasons = slices.Clone(d.Reasons); return d }
+
+// decideTyped evaluates one area with memoization. Errors are never
+// memoized, so a timeout under load does not stick.
+func decideTyped[T cloner[T]](ctx context.Context, p *Policies, area string, in any, dec func(any) (T, error)) (T, error) {
+	var zero T
+	if p.err != nil {
+		return zero, p.err
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return zero, fmt.Errorf("encode %s input: %w", area, err)
+	}
+	key := inputKey(area, b)
+	if v, ok := p.memo.get(key); ok {
+		return v.(T).clone(), nil
+	}
+	v, err := p.evalRaw(ctx, area, b, nil)
+	if err != nil {
+		return zero, err
+	}
+	d, err := dec(v)
+	if err != nil {
+		return zero, err
+	}
+	p.memo.put(key, d.clone())
+	return d, nil
+}
+
+func (p *Policies) decodeTrust(v any) (TrustDecision, error) {
+	var w struct {
+		Trusted    bool         `json:"trusted"`
+		NeedsTrust bool         `json:"needs_trust"`
+		Reasons    []wireReason `json:"reasons"`
+	}
+	if err := decode(v, &w, "trusted", "needs_trust", "reasons"); err != nil {
+		return TrustDecision{}, err
+	}
+	rs, err := p.reasons(AreaTrust, w.Reasons)
+	if err != nil {
+		return TrustDecision{}, err
+	}
+	return TrustDecision{Trusted: w.Trusted, NeedsTrust: w.NeedsTrust, Reasons: rs}, nil
+}
+
+func (p *Policies) decodeTools(v any) (ToolDecision, error) {
+	var w struct {
+		Exposed bool         `json:"exposed"`
+		Allowed bool         `json:"allowed"`
+		Pending bool         `json:"pending"`
+		Reasons []wireReason `json:"reasons"`
+	}
+	if err := decode(v, &w, "exposed", "allowed", "pending", "reasons"); err != nil {
+		return ToolDecision{}, err
+	}
+	rs, err := p.reasons(AreaTools, w.Reasons)
+	if err != nil {
+		return ToolDecision{}, err
+	}
+	// A hidden tool is never callable, whatever a policy says.
+	return ToolDecision{Exposed: w.Exposed, Allowed: w.Allowed && w.Exposed, Pending: w.Pending && w.Exposed && !w.Allowed, Reasons: rs}, nil
+}
+
+func (p *Policies) decodeRemote(v any) (Decision, error) {
+	var w struct {
+		Allow   bool         `json:"allow"`
+		Reasons []wireReason `json:"reasons"`
+	}
+	if err := decode(v, &w, "allow", "reasons"); err != nil {
+		return Decision{}, err
+	}
+	rs, err := p.reasons(AreaRemote, w.Reasons)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Allow: w.Allow, Reasons: rs}, nil
+}
+
+// Eval evaluates one area's decision on a raw JSON input, bypassing the
+// memo, for the CLI and for people writing policies. It returns the typed
+// decision as JSON (with reason locations; for redact, the redaction spec)
+// and, when explain is set, a trace of the evaluation. An unknown area or
+// malformed input is an error with no decision; a policy fault returns the
+// fail-closed decision together with the error.
+func (p *Policies) Eval(ctx context.Context, area string, input []byte, explain bool) (json.RawMessage, string, error) {
+	if !slices.Contains(Areas(), area) {
+		return nil, "", fmt.Errorf("unknown policy area %q (want %s)", area, strings.Join(Areas(), ", "))
+	}
+	var doc any
+	if err := json.Unmarshal(input, &doc); err != nil {
+		return nil, "", fmt.Errorf("policy input is not JSON: %w", err)
+	}
+	var buf *topdown.BufferTracer
+	var tracer topdown.QueryTracer
+	if explain {
+		buf = topdown.NewBufferTracer()
+		tracer = buf
+	}
+	v, err := p.evalRaw(ctx, area, input, tracer)
+	var out any
+	if err == nil {
+		switch area {
+		case AreaTrust:
+			out, err = p.decodeTrust(v)
+		case AreaTools:
+			out, err = p.decodeTools(v)
+		case AreaRemote:
+			out, err = p.decodeRemote(v)
+		case AreaRedact:
+			out, err = decodeRedact(v)
+		}
+	}
+	if err != nil {
+		r := p.failReason(area, err)
+		switch area {
+		case AreaTrust:
+			out = TrustDecision{Reasons: []Reason{r}}
+		case AreaTools:
+			out = ToolDecision{Reasons: []Reason{r}}
+		case AreaRemote:
+			out = Decision{Reasons: []Reason{r}}
+		case AreaRedact:
+			out = p.fallbackSpec(ctx, input)
+		}
+	}
+	raw, merr := json.MarshalIndent(out, "", "  ")
+	if merr != nil {
+		return nil, "", fmt.Errorf("encode decision: %w", merr)
+	}
+	var trace string
+	if buf != nil {
+		var sb strings.Builder
+		topdown.PrettyTraceWithLocation(&sb, *buf)
+		trace = sb.String()
+	}
+	return raw, trace, err
+}

@@ -1,0 +1,20 @@
+// Package policies evaluates voltmcp's security decisions as Rego policies.
+//
+// Four decision areas each live in one Rego package with one entrypoint,
+// decision: voltmcp.trust (may a project's MCP config load?),
+// voltmcp.tools (is a tool exposed, and may it be called?), voltmcp.remote
+// (may a caller run an RPC or daemon command?) and voltmcp.redact (what is
+// secret?). The default policies are embedded (see the rego directory) and
+// reproduce the gateway's built-in rules. Security teams extend them with
+// their own files: deny, hide and allow rules for users, deny-only rules for
+// projects.
+//
+// Load parses and compiles everything once and prepares one query per area.
+// Decisions are typed, carry the reasons and the file:line of the rules that
+// produced them, are memoized by input, and fail closed: any error, timeout
+// or malformed result is a deny (or "untrusted") naming the policy file and
+// the error, never an allow.
+//
+// Policies imports only OPA and the standard library; it never imports the
+// engine, so it exchanges plain Go values and JSON with it.
+package policies

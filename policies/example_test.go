@@ -1,0 +1,63 @@
+package policies_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/voltmcp/voltmcp/policies"
+)
+
+func ExampleLoad() {
+	ctx := context.Background()
+	p, err := policies.Load(ctx, &policies.Options{Dirs: []string{"../examples/policies"}})
+	if err != nil {
+		// p still answers, failing closed; a server could keep running.
+		fmt.Println("policy error:", err)
+	}
+	d := p.Trust(ctx, policies.TrustInput{
+		Project:             "/src/acme/api",
+		Files:               []policies.FileHash{{Path: "/src/acme/api/.mcp.json", ContentHash: "sha256:aaa"}},
+		Surface:             "serve",
+		DefaultProjectTrust: "ask",
+	})
+	fmt.Println(d.Trusted, d.Reasons[0].Message)
+	// Output: true projects under /src/acme/ are the company's own
+}
+
+func ExamplePolicies_Tools() {
+	ctx := context.Background()
+	p, err := policies.Load(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	in := policies.ToolInput{
+		Server:       policies.Server{ID: "github", Scope: "user", Transport: "stdio", Command: "npx"},
+		Tool:         policies.Tool{Name: "delete_repo"},
+		Risk:         "destructive",
+		ExcludeTools: []string{"delete_*"},
+	}
+	d := p.Tools(ctx, in)
+	fmt.Println(d.Exposed, d.Allowed)
+	r := d.Reasons[0]
+	fmt.Printf("%s (rule %s in %s)\n", r.Message, r.Rule, r.File)
+	// Output:
+	// false false
+	// excluded by excludeTools delete_* (rule exclude_tools in builtin/tools.rego)
+}
+
+func ExamplePolicies_Redactor() {
+	ctx := context.Background()
+	p, err := policies.Load(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	r, err := p.Redactor(ctx, policies.RedactInput{
+		EnvNames:  []string{"GITHUB_TOKEN"},
+		LookupEnv: func(string) (string, bool) { return "not-a-real-token", true },
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Redact("auth failed for not-a-real-token at https://bob:hunter22@git.example.com"))
+	// Output: auth failed for [REDACTED] at https://[REDACTED]@git.example.com
+}

@@ -1,0 +1,374 @@
+package policies
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// bundleFS holds the default policies and their tests.
+//
+//go:embed rego/*.rego
+var bundleFS embed.FS
+
+// bundlePrefix names the embedded files in locations and reasons, so a
+// reason from a default rule reads "builtin/tools.rego:42".
+const bundlePrefix = "builtin/"
+
+// The decision areas, one Rego package each (voltmcp.<area>).
+const (
+	AreaTrust  = "trust"
+	AreaTools  = "tools"
+	AreaRemote = "remote"
+	AreaRedact = "redact"
+)
+
+// Areas returns the decision areas in a fixed order.
+func Areas() []string { return []string{AreaTrust, AreaTools, AreaRemote, AreaRedact} }
+
+// extensionRules are the rules each area lets user files add to; all must
+// be multi-value rules ("name contains value if ...").
+func extensionRules(area string) []string {
+	switch area {
+	case AreaTrust:
+		return []string{"deny", "allow"}
+	case AreaTools:
+		return []string{"deny", "hide", "allow"}
+	case AreaRemote:
+		return []string{"deny"}
+	case AreaRedact:
+		return []string{"secret_key", "secret_pattern", "secret_env"}
+	}
+	return nil
+}
+
+// decisionRuleNames are rule names with a meaning in some area; defining
+// one in an area that does not offer it is a mistake worth an error.
+func decisionRuleNames() []string {
+	return []string{"deny", "allow", "hide", "decision", "secret_key", "secret_pattern", "secret_env"}
+}
+
+// origin says who provided a policy file.
+type origin int
+
+const (
+	fromBundle origin = iota
+	fromUser
+	fromProject
+)
+
+// source is one parsed policy file.
+type source struct {
+	name   string
+	module *ast.Module
+	origin origin
+}
+
+// capabilities is the builtin set policies compile against: everything in
+// this OPA version except what reaches outside the process or is not
+// deterministic.
+func capabilities() *ast.Capabilities {
+	c := ast.CapabilitiesForThisVersion()
+	kept := make([]*ast.Builtin, 0, len(c.Builtins))
+	for _, b := range c.Builtins {
+		if !blockedBuiltin(b.Name) {
+			kept = append(kept, b)
+		}
+	}
+	c.Builtins = kept
+	c.AllowNet = []string{}
+	return c
+}
+
+// blockedBuiltin reports whether a builtin is removed from policies:
+// network access (http.send, net.*), the OPA runtime's environment and
+// config (opa.runtime), JSON Schema checks (they may fetch remote $refs) and
+// randomness (it would make memoized decisions wrong).
+func blockedBuiltin(name string) bool {
+	switch name {
+	case "http.send", "opa.runtime", "json.verify_schema", "json.match_schema", "rand.intn", "uuid.rfc4122":
+		return true
+	}
+	return strings.HasPrefix(name, "net.")
+}
+
+func parserOptions(caps *ast.Capabilities) ast.ParserOptions {
+	return ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: caps, ProcessAnnotation: true}
+}
+
+// parseBundle parses the embedded policies; withTests adds their tests.
+func parseBundle(bundle fs.FS, caps *ast.Capabilities, withTests bool) ([]source, error) {
+	names, err := fs.Glob(bundle, "rego/*.rego")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []source
+	for _, n := range names {
+		if !withTests && strings.HasSuffix(n, "_test.rego") {
+			continue
+		}
+		b, err := fs.ReadFile(bundle, n)
+		if err != nil {
+			return nil, err
+		}
+		name := bundlePrefix + strings.TrimPrefix(n, "rego/")
+		m, err := ast.ParseModuleWithOpts(name, string(b), parserOptions(caps))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, source{name: name, module: m, origin: fromBundle})
+	}
+	return out, nil
+}
+
+// regoFiles lists the .rego files under each path (a file or a directory,
+// searched recursively). A missing path is an error.
+func regoFiles(paths []string, withTests bool) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("policy path %s: %w", p, errors.Unwrap(err))
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".rego") {
+				return nil
+			}
+			if !withTests && strings.HasSuffix(path, "_test.rego") {
+				return nil
+			}
+			out = append(out, path)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read policy directory %s: %w", p, err)
+		}
+	}
+	return out, nil
+}
+
+// parseFiles parses files; every syntax error is collected.
+func parseFiles(files []string, o origin, caps *ast.Capabilities) ([]source, error) {
+	var out []source
+	var errs ast.Errors
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read policy %s: %w", f, err)
+		}
+		m, err := ast.ParseModuleWithOpts(f, string(b), parserOptions(caps))
+		if err != nil {
+			var ae ast.Errors
+			if errors.As(err, &ae) {
+				errs = append(errs, ae...)
+				continue
+			}
+			return nil, fmt.Errorf("parse policy %s: %w", f, err)
+		}
+		out = append(out, source{name: f, module: m, origin: o})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// areaOf returns the area a module extends, or "" for another package.
+func areaOf(m *ast.Module) string {
+	p := strings.TrimPrefix(m.Package.Path.String(), "data.")
+	if a, ok := strings.CutPrefix(p, "voltmcp."); ok && slices.Contains(Areas(), a) {
+		return a
+	}
+	return ""
+}
+
+// ruleName is the first element of a rule's head reference.
+func ruleName(r *ast.Rule) string {
+	ref := r.Head.Ref()
+	if len(ref) == 0 {
+		return ""
+	}
+	if v, ok := ref[0].Value.(ast.Var); ok {
+		return string(v)
+	}
+	return ref[0].String()
+}
+
+func isPlainMultiValue(r *ast.Rule) bool {
+	return len(r.Head.Ref()) == 1 && r.Head.RuleKind() == ast.MultiValue
+}
+
+func errAt(loc *ast.Location, format string, args ...any) *ast.Error {
+	return ast.NewError(ast.CompileErr, loc, format, args...)
+}
+
+// validate checks user and project files against the extension rules:
+// which packages they may use, which rules they may define, and (for
+// project files) that they only make decisions stricter.
+func validate(srcs []source) error {
+	reserved := map[string]map[string]bool{} // area -> rule names the bundle defines
+	defined := map[string]map[string]bool{}  // area -> rule names bundle or user files define
+	for _, s := range srcs {
+		a := areaOf(s.module)
+		if a == "" || s.origin == fromProject {
+			continue
+		}
+		for _, r := range s.module.Rules {
+			n := ruleName(r)
+			if s.origin == fromBundle {
+				if reserved[a] == nil {
+					reserved[a] = map[string]bool{}
+				}
+				reserved[a][n] = true
+			}
+			if defined[a] == nil {
+				defined[a] = map[string]bool{}
+			}
+			defined[a][n] = true
+		}
+	}
+	var errs ast.Errors
+	for _, s := range srcs {
+		if s.origin == fromBundle {
+			continue
+		}
+		m := s.module
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		a := areaOf(m)
+		if a == "" {
+			if pkg == "voltmcp" || strings.HasPrefix(pkg, "voltmcp.") {
+				errs = append(errs, errAt(m.Package.Location, "package %s is reserved: policy files extend voltmcp.trust, voltmcp.tools, voltmcp.remote or voltmcp.redact", pkg))
+				continue
+			}
+			if s.origin == fromProject {
+				errs = append(errs, errAt(m.Package.Location, "project policy must use package voltmcp.trust, voltmcp.tools, voltmcp.remote or voltmcp.redact, not %s", pkg))
+			}
+			continue
+		}
+		ext := extensionRules(a)
+		for _, r := range m.Rules {
+			n := ruleName(r)
+			switch {
+			case s.origin == fromProject && n == "allow":
+				errs = append(errs, errAt(r.Location, "project policy may only deny: rule allow in package %s is not allowed in project-provided files", pkg))
+			case slices.Contains(ext, n):
+				if !isPlainMultiValue(r) {
+					errs = append(errs, errAt(r.Location, "rule %s must be written as `%s contains reason if { ... }`", n, n))
+				}
+			case n == "decision" || reserved[a][n]:
+				errs = append(errs, errAt(r.Location, "rule %s is defined by the built-in %s policy and cannot be redefined; add %s rules instead", n, pkg, strings.Join(ext, ", ")))
+			case slices.Contains(decisionRuleNames(), n):
+				errs = append(errs, errAt(r.Location, "package %s offers no %s rule; it can be extended with %s", pkg, n, strings.Join(ext, ", ")))
+			case s.origin == fromProject && defined[a][n]:
+				errs = append(errs, errAt(r.Location, "project policy may not add to rule %s, which a user or built-in policy defines", n))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// locate rewrites the head of every extension rule so that its reason
+// records the rule's name, file and line: `deny contains r if {...}`
+// becomes `deny contains data.voltmcp.lib.located(r, "deny", file, line)`.
+func locate(srcs []source) {
+	located := ast.RefTerm(ast.VarTerm("data"), ast.StringTerm("voltmcp"), ast.StringTerm("lib"), ast.StringTerm("located"))
+	for _, s := range srcs {
+		a := areaOf(s.module)
+		if a == "" || a == AreaRedact {
+			continue
+		}
+		ext := extensionRules(a)
+		for _, r := range s.module.Rules {
+			n := ruleName(r)
+			if !slices.Contains(ext, n) || !isPlainMultiValue(r) || r.Head.Key == nil {
+				continue
+			}
+			key := r.Head.Key
+			call := ast.CallTerm(located.Copy(), key, ast.StringTerm(n), ast.StringTerm(s.name), ast.IntNumberTerm(r.Location.Row))
+			call.SetLocation(key.Location)
+			r.Head.Key = call
+		}
+	}
+}
+
+// ruleLocations indexes, per area, where each reason object's "rule" name
+// is written ({"msg": ..., "rule": "name"} literals) and where each rule
+// is defined, so a reason that names its rule can say where it is.
+func ruleLocations(srcs []source) map[string]map[string]*ast.Location {
+	out := map[string]map[string]*ast.Location{}
+	for _, s := range srcs {
+		a := areaOf(s.module)
+		if a == "" {
+			continue
+		}
+		if out[a] == nil {
+			out[a] = map[string]*ast.Location{}
+		}
+		locs := out[a]
+		ast.WalkTerms(s.module, func(t *ast.Term) bool {
+			obj, ok := t.Value.(ast.Object)
+			if !ok {
+				return false
+			}
+			v := obj.Get(ast.StringTerm("rule"))
+			if v == nil {
+				return false
+			}
+			if name, ok := v.Value.(ast.String); ok && locs[string(name)] == nil && t.Location != nil {
+				locs[string(name)] = t.Location
+			}
+			return false
+		})
+		for _, r := range s.module.Rules {
+			if n := ruleName(r); locs[n] == nil {
+				locs[n] = r.Location
+			}
+		}
+	}
+	return out
+}
+
+// compile compiles sources with the restricted capabilities.
+func compile(srcs []source, caps *ast.Capabilities) (*ast.Compiler, error) {
+	mods := make(map[string]*ast.Module, len(srcs))
+	for _, s := range srcs {
+		mods[s.name] = s.module
+	}
+	c := ast.NewCompiler().WithCapabilities(caps).WithEnablePrintStatements(false)
+	c.Compile(mods)
+	if c.Failed() {
+		return nil, c.Errors
+	}
+	return c, nil
+}
+
+// prepare prepares the decision query of one area.
+func prepare(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, area string) (rego.PreparedEvalQuery, error) {
+	return rego.New(
+		rego.Query("data.voltmcp."+area+".decision"),
+		rego.Compiler(c),
+		rego.Capabilities(caps),
+		rego.StrictBuiltinErrors(true),
+	).PrepareForEval(ctx)
+}

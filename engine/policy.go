@@ -33,6 +33,20 @@ type ToolInput struct {
 	Tool    Tool
 	Risk    Risk
 	Surface cue.Surface
+	// RiskReason says why the classifier chose Risk.
+	RiskReason string
+	// Pin is the tool's pin state: "new" (first seen now), "pinned"
+	// (matches its pin), "changed" (differs; Change rates how), or
+	// "approved". Empty when pins are not consulted.
+	Pin PinState
+	// Quarantined is true for a server held for review by policy.
+	Quarantined bool
+}
+
+// PinState is a tool's pin state and, when changed, how it changed.
+type PinState struct {
+	State  string `json:"state,omitempty"`
+	Change string `json:"change,omitempty"`
 }
 
 // defaultRisk classifies by the tool's MCP annotations, the spec's first

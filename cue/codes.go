@@ -59,6 +59,10 @@ func codeInfo(c Code) (Severity, string) {
 		return SeverityWarning, "A tool is both included and excluded."
 	case CodeDisabledAbove:
 		return SeverityWarning, "A higher layer disables a server a lower layer defines."
+	case CodePolicyError:
+		return SeverityError, "A policy named in settings.policies does not load; the gateway would fail closed and deny every call."
+	case CodePluginError:
+		return SeverityError, "A module named in settings.plugins would be refused: unreadable, a sha256 mismatch, bad imports or exports, a wrong ABI version, too much memory, or not compilable."
 	}
 	return "", ""
 }
@@ -72,6 +76,7 @@ func Codes() []Code {
 		CodeServerIDClash, CodeMissingField, CodeTransportMismatch, CodeCrossScopeField,
 		CodeProjectIgnored, CodeProjectSetting, CodeLiteralSecret, CodeShellCommand,
 		CodeUnpinnedPackage, CodeInsecureURL, CodeFilterOverlap, CodeDisabledAbove,
+		CodePolicyError, CodePluginError,
 	}
 }
 

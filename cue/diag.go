@@ -90,6 +90,10 @@ const (
 	CodeInsecureURL     Code = "insecure-url"
 	CodeFilterOverlap   Code = "filter-overlap"
 	CodeDisabledAbove   Code = "disabled-by-higher-layer"
+	// CodePolicyError and CodePluginError are reported by vet, which
+	// loads the policies and plugins the config names.
+	CodePolicyError Code = "policy-error"
+	CodePluginError Code = "plugin-error"
 )
 
 // Diagnostics is a list of findings, ordered for display by Sort.

@@ -146,6 +146,9 @@ var codesTestedElsewhere = map[Code]string{
 	CodeFileUnreadable: "TestFileProblems",
 	CodeFileTooLarge:   "TestFileProblems",
 	CodeProjectIgnored: "TestUntrustedProjectDoesNotLoad",
+	// vet reports these; the tests are in cmd/voltmcp.
+	CodePolicyError: "cmd/voltmcp TestVetPolicies",
+	CodePluginError: "cmd/voltmcp TestVetPlugins",
 }
 
 func TestEveryCodeHasACase(t *testing.T) {

@@ -48,9 +48,26 @@ type Metadata struct {
 	// Hash is the sha256 of the tools' hashes, in order: one value that
 	// changes when any tool does.
 	Hash string `json:"hash"`
-	// Notes say what discovery cut short (a page limit, a repeated cursor).
+	// Notes say what discovery cut short (a page limit, a repeated cursor)
+	// and what else a person should know of it (ignored limits, pins).
 	Notes     []string  `json:"notes,omitempty"`
 	FetchedAt time.Time `json:"fetchedAt"`
+
+	// Dropped lists the items the server listed that discovery left out
+	// (an invalid tool name, a schema over the limits, tools over
+	// maxTools), and Cleaned those it kept after removing hidden
+	// characters or clipping text, each with the reason; at most 100
+	// each, a note counting the rest.
+	Dropped []DroppedItem `json:"dropped,omitempty"`
+	Cleaned []DroppedItem `json:"cleaned,omitempty"`
+	// Held holds the tools, as the server lists them now, whose change
+	// since they were pinned waits for approval (schema-breaking or
+	// escalation): Tools shows their pinned version meanwhile, and an
+	// approval swaps these in. Never shown to a model.
+	Held []Tool `json:"held,omitempty"`
+	// Limits fingerprints the bounds the metadata was bounded with; a
+	// cache bounded otherwise is bounded again when read.
+	Limits string `json:"limits,omitempty"`
 }
 
 // Tool is one tool of a server, as listed.

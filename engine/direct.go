@@ -49,8 +49,7 @@ func (e *Engine) directTools() []directTool {
 			if !directNameRE.MatchString(t.Name) || (!dt.All && !matchesAny(dt.Tools, t.Name)) {
 				continue
 			}
-			risk, _ := e.risk(s.cfg.ID, t)
-			if !e.decide(ToolInput{Server: s.cfg, Tool: t, Risk: risk, Surface: e.opts.Surface}).Exposed {
+			if !e.decide(e.exposureInput(s, t)).Exposed {
 				continue
 			}
 			out = append(out, directTool{name: "mcp__" + s.cfg.ID + "__" + t.Name, server: s.cfg.ID, tool: t})
@@ -79,7 +78,7 @@ func (e *Engine) addDirectTools(srv *mcp.Server) {
 		return
 	}
 	for _, d := range tools {
-		t := &mcp.Tool{Name: d.name, Title: d.tool.Title, Description: d.tool.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
+		t := &mcp.Tool{Name: d.name, Title: d.tool.Title, Description: modelText(d.server, d.tool.Description), InputSchema: json.RawMessage(`{"type":"object"}`)}
 		if len(d.tool.InputSchema) > 0 {
 			t.InputSchema = d.tool.InputSchema
 		}

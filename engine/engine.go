@@ -20,11 +20,13 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/policies"
 )
 
 // Options configure an Engine. The zero value of each field is usable and
@@ -84,10 +86,26 @@ type Options struct {
 	// Classify rates a tool's risk. Zero: from its MCP annotations, else
 	// unknown. The wasm classifiers plug in here.
 	Classify func(server string, t Tool) (Risk, string)
-	// Decide says whether a tool is exposed and callable. Zero: the
-	// server's includeTools and excludeTools globs, exclude winning. The
-	// Rego tools policy plugs in here.
+	// Decide says whether a tool is exposed and callable, instead of the
+	// policies. Zero: the voltmcp.tools policy.
 	Decide func(in ToolInput) ToolDecision
+	// PolicyDirs are Rego files or directories added to the policy
+	// bundle as user policies, besides those settings.policies names
+	// (the --policy flag). Zero: none.
+	PolicyDirs []string
+	// Policies, when set, is the policy set to decide with, instead of
+	// one loaded from the config and PolicyDirs. Zero: loaded on first
+	// use.
+	Policies *policies.Policies
+	// PluginCacheDir holds wazero's compilation cache, so only the first
+	// run after an install compiles a plugin. Zero: voltmcp/wasm under
+	// the user cache directory.
+	PluginCacheDir string
+	// DisableAudit turns the audit log off, for embedders that audit
+	// elsewhere. Zero: every call, resource read, prompt fetch, trust
+	// decision and plugin fault is appended to
+	// <AgentDir>/audit/audit.jsonl.
+	DisableAudit bool
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for
@@ -110,6 +128,15 @@ type Engine struct {
 
 	outOnce sync.Once
 	out     *outputStore
+
+	pins pinBook // tool pins under <AgentDir>/mcp/pins (pins.go)
+
+	guard   atomic.Pointer[guard] // the policies and plugins of the current config
+	session string                // this Engine's id in audit records
+
+	auditOnce sync.Once
+	audit     *auditQueue
+	auditMu   sync.RWMutex // held to send on the queue; Close takes it to end it
 
 	mu      sync.Mutex
 	closed  bool
@@ -164,6 +191,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cfg, e.load = cfg, res
+	e.session = newCallID()
+	e.guard.Store(newGuard(e, cfg))
 	e.servers = map[string]*supervisor{}
 	for _, s := range cfg.Servers {
 		e.servers[s.ID] = newSupervisor(e, s)
@@ -186,7 +215,7 @@ func (e *Engine) loadConfig(ctx context.Context) (*cue.Config, *cue.Result, erro
 		e.schema = s
 	}
 	res, err := cue.Load(ctx, cue.Locations{Home: e.opts.Home, Project: e.opts.Project}, &cue.Options{
-		Schema: e.schema, Surface: e.opts.Surface, Approve: e.opts.Approve, NoApprove: e.opts.NoApprove, Trust: e.opts.Trust,
+		Schema: e.schema, Surface: e.opts.Surface, Approve: e.opts.Approve, NoApprove: e.opts.NoApprove, Trust: e.trustFunc(ctx),
 		TrustStore: filepath.Join(e.opts.AgentDir, cue.TrustStoreFile),
 	})
 	if err != nil {
@@ -233,6 +262,10 @@ func (e *Engine) Close() error {
 		go func() { defer wg.Done(); s.close() }()
 	}
 	wg.Wait()
+	if g := e.guard.Load(); g != nil {
+		g.close()
+	}
+	e.closeAudit()
 	e.bus.closeAll()
 	return nil
 }
@@ -453,7 +486,9 @@ func (e *Engine) Reload(ctx context.Context) error {
 		}
 	}
 	e.cfg, e.load, e.servers = cfg, res, next
+	old := e.guard.Swap(newGuard(e, cfg))
 	e.mu.Unlock()
+	old.close()
 	for _, s := range stop {
 		s.close()
 	}

@@ -18,6 +18,11 @@ const (
 	EventCallStart           EventType = "mcp_call_start"
 	EventCallUpdate          EventType = "mcp_call_update"
 	EventCallEnd             EventType = "mcp_call_end"
+	// EventPluginFault reports a plugin that trapped, ran out of time or
+	// memory, answered garbage, or did not load; Error names the module.
+	EventPluginFault EventType = "mcp_plugin_fault"
+	// EventAuditError reports an audit record that could not be written.
+	EventAuditError EventType = "mcp_audit_error"
 )
 
 // Event is one thing that happened in the engine. Fields that do not

@@ -69,7 +69,7 @@ type lineConn struct {
 
 // errMessageTooLarge means one inbound message exceeded the connection's
 // bound before it was complete.
-var errMessageTooLarge = errors.New("inbound JSON-RPC message exceeds the size limit")
+var errMessageTooLarge = errors.New("inbound JSON-RPC message exceeds the size limit (limits.maxMessageBytes, or VOLTMCP_MAX_MESSAGE_BYTES)")
 
 // errBatch refuses a JSON-RPC batch.
 var errBatch = errors.New("JSON-RPC batches are not supported (MCP removed them in protocol 2025-06-18)")

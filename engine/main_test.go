@@ -19,7 +19,27 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.RunIfChild()
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "voltmcp-engine-test-wasm-")
+	if err != nil {
+		panic(err)
+	}
+	pluginCache = dir
+	goleak.VerifyTestMain(cleanupM{m, func() { os.RemoveAll(dir) }})
+}
+
+// pluginCache is the wazero compilation cache the tests' engines share,
+// so the built-in module compiles once per test run. Set by TestMain.
+var pluginCache string
+
+// cleanupM runs cleanup after the tests, before goleak's check.
+type cleanupM struct {
+	m       *testing.M
+	cleanup func()
+}
+
+func (c cleanupM) Run() int {
+	defer c.cleanup()
+	return c.m.Run()
 }
 
 // server is one entry of a test config.
@@ -61,7 +81,7 @@ func workspace(t testing.TB, servers map[string]server, settings map[string]any)
 		t.Fatal(err)
 	}
 	home := filepath.Join(root, "home")
-	return Options{Home: home, Project: root, Approve: true, StopGrace: 300 * time.Millisecond,
+	return Options{Home: home, Project: root, Approve: true, StopGrace: 300 * time.Millisecond, PluginCacheDir: pluginCache,
 		LookupEnv: func(k string) (string, bool) {
 			if k == "HOME" {
 				return home, true

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"encoding/json"
+	"fmt"
 	"path"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -22,8 +22,11 @@ const (
 // ToolDecision says whether a tool is exposed (in search, describe,
 // listings) and whether a call is allowed, with reasons for people.
 type ToolDecision struct {
-	Exposed bool     `json:"exposed"`
-	Allowed bool     `json:"allowed"`
+	Exposed bool `json:"exposed"`
+	Allowed bool `json:"allowed"`
+	// Pending is true for an exposed tool that becomes callable once
+	// approved: a changed pin, or a server in quarantine.
+	Pending bool     `json:"pending,omitempty"`
 	Reasons []string `json:"reasons,omitempty"`
 }
 
@@ -49,36 +52,12 @@ type PinState struct {
 	Change string `json:"change,omitempty"`
 }
 
-// defaultRisk classifies by the tool's MCP annotations, the spec's first
-// step; a tool without annotations is unknown, never guessed to be read.
-// The wasm classifiers replace it through Options.Classify.
-func defaultRisk(_ string, t Tool) (Risk, string) {
-	var a struct {
-		ReadOnly    *bool `json:"readOnlyHint"`
-		Destructive *bool `json:"destructiveHint"`
-	}
-	if len(t.Annotations) == 0 || json.Unmarshal(t.Annotations, &a) != nil {
-		return RiskUnknown, "no annotations"
-	}
-	switch {
-	case a.ReadOnly != nil && *a.ReadOnly:
-		return RiskRead, "readOnlyHint"
-	case a.Destructive != nil && *a.Destructive:
-		return RiskDestructive, "destructiveHint"
-	case a.ReadOnly != nil && !*a.ReadOnly:
-		// Not read-only and not flagged destructive: the spec defaults
-		// destructiveHint to true when unset, so stay cautious.
-		if a.Destructive == nil {
-			return RiskDestructive, "readOnlyHint false, destructiveHint unset"
-		}
-		return RiskWrite, "readOnlyHint false, destructiveHint false"
-	}
-	return RiskUnknown, "annotations say nothing of risk"
-}
-
-// defaultDecide is the spec's rule: includeTools (when not empty) and
-// excludeTools globs decide exposure, exclude wins, and an exposed tool is
-// callable. The Rego tools policy replaces it through Options.Decide.
+// defaultDecide is the built-in tools rule, the same as the default
+// voltmcp.tools policy (TestDefaultDecideMatchesRego keeps them equal):
+// includeTools (when not empty) and excludeTools globs decide exposure,
+// exclude winning; an exposed tool is callable unless its server is in
+// quarantine or it changed since it was pinned in a way that needs
+// approval (schema-breaking or escalation). Those are pending.
 func defaultDecide(in ToolInput) ToolDecision {
 	name := in.Tool.Name
 	for _, g := range in.Server.ExcludeTools {
@@ -87,12 +66,23 @@ func defaultDecide(in ToolInput) ToolDecision {
 		}
 	}
 	if len(in.Server.IncludeTools) > 0 {
+		included := false
 		for _, g := range in.Server.IncludeTools {
-			if globMatch(g, name) {
-				return ToolDecision{Exposed: true, Allowed: true}
-			}
+			included = included || globMatch(g, name)
 		}
-		return ToolDecision{Reasons: []string{"not in includeTools"}}
+		if !included {
+			return ToolDecision{Reasons: []string{"not in includeTools"}}
+		}
+	}
+	var reasons []string
+	if in.Quarantined {
+		reasons = append(reasons, fmt.Sprintf("server %q is quarantined: its tools are listed as pending and cannot be called until it is approved", in.Server.ID))
+	}
+	if in.Pin.State == "changed" && (in.Pin.Change == "schema-breaking" || in.Pin.Change == "escalation") {
+		reasons = append(reasons, fmt.Sprintf("tool %q changed since it was pinned (%s); approve the change before calling it", name, in.Pin.Change))
+	}
+	if len(reasons) > 0 {
+		return ToolDecision{Exposed: true, Pending: true, Reasons: reasons}
 	}
 	return ToolDecision{Exposed: true, Allowed: true}
 }

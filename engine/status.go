@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Status is where a server's supervisor is in its life. The vocabulary is
 // stable: surfaces, events and RPC clients match on these strings.
@@ -71,4 +74,44 @@ type transitionError struct {
 
 func (e *transitionError) Error() string {
 	return fmt.Sprintf("server %s: illegal status change %s → %s", e.server, e.from, e.to)
+}
+
+// MetadataIssue is what the status action reports of a server whose
+// metadata was bounded or whose pins need attention.
+type MetadataIssue struct {
+	Server string `json:"server"`
+	// Dropped and Cleaned are the first items discovery left out or
+	// cleaned (see ServerSummary), at most maxIssueItems each.
+	Dropped []DroppedItem `json:"dropped,omitempty"`
+	Cleaned []DroppedItem `json:"cleaned,omitempty"`
+	// More says where to see the rest, when items were left out here.
+	More string `json:"more,omitempty"`
+	// PendingChanges counts tool changes waiting for approval.
+	PendingChanges int    `json:"pendingChanges,omitempty"`
+	PinError       string `json:"pinError,omitempty"`
+}
+
+// maxIssueItems bounds the items of one server in the status action.
+const maxIssueItems = 10
+
+// metadataIssues lists the servers whose last discovery dropped or
+// cleaned items, whose tools have changes waiting for approval, or whose
+// pins cannot be used, in the order given.
+func metadataIssues(servers []ServerSummary) []MetadataIssue {
+	var out []MetadataIssue
+	for _, s := range servers {
+		if len(s.Dropped) == 0 && len(s.Cleaned) == 0 && s.PendingChanges == 0 && s.PinError == "" {
+			continue
+		}
+		is := MetadataIssue{Server: s.ID, Dropped: s.Dropped[:min(len(s.Dropped), maxIssueItems)],
+			Cleaned: s.Cleaned[:min(len(s.Cleaned), maxIssueItems)], PendingChanges: s.PendingChanges, PinError: s.PinError}
+		if len(s.Dropped) > maxIssueItems || len(s.Cleaned) > maxIssueItems {
+			is.More = "voltmcp servers --json lists every item of " + s.ID
+		}
+		if s.PendingChanges > 0 {
+			is.More = strings.TrimPrefix(is.More+"; voltmcp pins "+s.ID+" shows the pending changes", "; ")
+		}
+		out = append(out, is)
+	}
+	return out
 }

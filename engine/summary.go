@@ -32,6 +32,18 @@ type ServerSummary struct {
 	MetadataStale     bool       `json:"metadataStale,omitempty"`
 	MetadataNotes     []string   `json:"metadataNotes,omitempty"`
 	CacheError        string     `json:"cacheError,omitempty"`
+	// Dropped lists what the last discovery left out of the server's
+	// metadata (invalid tool names, schemas over the limits, tools over
+	// maxTools), and Cleaned what it kept after removing hidden
+	// characters or clipping, each with the reason.
+	Dropped []DroppedItem `json:"dropped,omitempty"`
+	Cleaned []DroppedItem `json:"cleaned,omitempty"`
+	// PendingChanges counts the tools whose change since they were pinned
+	// waits for approval (see voltmcp pins). PinError says why the pins
+	// cannot be read or written; while it is set, every tool of the
+	// server counts as changed.
+	PendingChanges int    `json:"pendingChanges,omitempty"`
+	PinError       string `json:"pinError,omitempty"`
 	// Stderr is the tail of what a stdio server wrote to stderr (at most
 	// 4 KiB, scrubbed); StderrBytes counts all it ever wrote.
 	Stderr       string         `json:"stderr,omitempty"`
@@ -66,7 +78,9 @@ func (e *Engine) Servers() []ServerSummary {
 	sort.Slice(sups, func(i, j int) bool { return sups[i].cfg.ID < sups[j].cfg.ID })
 	out := make([]ServerSummary, 0, len(sups))
 	for _, s := range sups {
-		out = append(out, s.summary(persist))
+		sum := s.summary(persist)
+		sum.PendingChanges, sum.PinError = s.pinSummary()
+		out = append(out, sum)
 	}
 	return out
 }
@@ -77,7 +91,9 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 	if err != nil {
 		return ServerSummary{}, err
 	}
-	return s.summary(e.opts.Config == nil), nil
+	sum := s.summary(e.opts.Config == nil)
+	sum.PendingChanges, sum.PinError = s.pinSummary()
+	return sum, nil
 }
 
 func (s *supervisor) summary(persist bool) ServerSummary {
@@ -110,6 +126,7 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		sum.MetadataFetchedAt = &t
 		sum.MetadataStale = m.Stale(ms(c.MetadataRefreshMs), time.Now())
 		sum.MetadataNotes = m.Notes
+		sum.Dropped, sum.Cleaned = m.Dropped, m.Cleaned
 	}
 	if tail := s.stderr.Bytes(); len(tail) > 0 {
 		if len(tail) > stderrShow {

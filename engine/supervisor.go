@@ -57,6 +57,7 @@ type supervisor struct {
 	stderr          *ring
 	scrub           scrubber
 	oauth           oauthState // for auth type oauth (oauth.go)
+	pins            pinCache   // what is known of the server's pins (pins.go)
 }
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
@@ -67,6 +68,10 @@ func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 		s.status = StatusDisabled
 	}
 	meta, err := e.cache.load(cfg)
+	if meta != nil {
+		l, _ := limits(cfg, e.lookup)
+		reboundCached(meta, cfg.ID, l)
+	}
 	s.meta = meta
 	if err != nil {
 		s.cacheErr = err.Error()
@@ -306,8 +311,9 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 	if err != nil {
 		return nil, err
 	}
+	l, _ := limits(s.cfg, s.e.lookup)
 	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
-		grace: s.e.grace, maxLine: maxLineLength}, nil
+		grace: s.e.grace, maxLine: messageCap(l)}, nil
 }
 
 // discover lists the server's tools, resources, resource templates and
@@ -323,6 +329,7 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error 
 		}
 		return s.fail(fmt.Errorf("discover: %w", err))
 	}
+	pinEvents := s.observePins(m)
 	if err := s.e.cache.save(m); err != nil {
 		s.log.Warn("metadata cache", "err", err)
 	}
@@ -330,11 +337,21 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error 
 	s.meta, s.cacheErr = m, ""
 	s.mu.Unlock()
 	s.setStatus(StatusReady, "")
+	if sum := boundsSummary(m); sum != "" {
+		s.e.bus.publish(Event{Type: EventMetadataBounded, Server: s.cfg.ID, Message: sum})
+	}
+	for _, ev := range pinEvents {
+		s.e.bus.publish(ev)
+	}
 	s.e.bus.publish(Event{Type: EventServersChanged, Server: s.cfg.ID})
 	return nil
 }
 
+// list lists the server's metadata and bounds it (see bounder): nothing
+// of it is kept unbounded, not even between pages.
 func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata, error) {
+	l, limitNotes := limits(s.cfg, s.e.lookup)
+	b := newBounder(s.cfg.ID, l)
 	init := cs.InitializeResult()
 	m := &Metadata{Format: cacheFormat, Server: s.cfg.ID, ConfigHash: configHash(s.cfg), FetchedAt: time.Now().UTC(), Tools: []Tool{}}
 	s.mu.Lock()
@@ -355,12 +372,14 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			if err != nil {
 				return "", err
 			}
+			page := make([]Tool, 0, len(r.Tools))
 			for _, t := range r.Tools {
 				if t == nil {
 					continue
 				}
-				m.Tools = append(m.Tools, toolOf(t))
+				page = append(page, rawToolOf(t))
 			}
+			b.addTools(page)
 			return r.NextCursor, nil
 		})
 		if err != nil {
@@ -423,7 +442,9 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			return nil, err
 		}
 	}
-	m.Hash = metadataHash(m.Tools)
+	b.finish(m)
+	m.Notes = append(m.Notes, limitNotes...)
+	m.Limits = limitsKey(l)
 	return m, nil
 }
 
@@ -456,7 +477,16 @@ func pages(ctx context.Context, what string, notes *[]string, page func(cursor s
 	}
 }
 
+// toolOf converts a listed tool, as is, and hashes it.
 func toolOf(t *mcp.Tool) Tool {
+	out := rawToolOf(t)
+	out.Hash = toolHash(out)
+	return out
+}
+
+// rawToolOf converts a listed tool, as is, without its hash: the bounder
+// hashes what it keeps.
+func rawToolOf(t *mcp.Tool) Tool {
 	out := Tool{Name: t.Name, Title: t.Title, Description: t.Description}
 	if t.InputSchema != nil {
 		out.InputSchema, _ = json.Marshal(t.InputSchema)
@@ -467,7 +497,6 @@ func toolOf(t *mcp.Tool) Tool {
 	if t.Annotations != nil {
 		out.Annotations, _ = json.Marshal(t.Annotations)
 	}
-	out.Hash = toolHash(out)
 	return out
 }
 
@@ -568,11 +597,19 @@ func (s *supervisor) refreshAsync(why string) {
 }
 
 // refresh lists the metadata again on the current session, connecting
-// first if needed.
+// first if needed; a connection made for it lists once, not twice (a
+// server that changes its list between two listings would otherwise be
+// seen changing by one refresh).
 func (s *supervisor) refresh(ctx context.Context) error {
+	s.mu.Lock()
+	connected := s.session != nil
+	s.mu.Unlock()
 	cs, err := s.ensure(ctx)
 	if err != nil {
 		return err
+	}
+	if !connected {
+		return nil // connecting discovered it just now
 	}
 	if s.getStatus() != StatusReady {
 		return nil // a discovery is already running

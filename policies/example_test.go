@@ -61,3 +61,36 @@ func ExamplePolicies_Redactor() {
 	fmt.Println(r.Redact("auth failed for not-a-real-token at https://bob:hunter22@git.example.com"))
 	// Output: auth failed for [REDACTED] at https://[REDACTED]@git.example.com
 }
+
+func ExamplePolicies_Replay() {
+	ctx := context.Background()
+	// The examples deny destructive tools outside the ops-admin server.
+	p, err := policies.Load(ctx, &policies.Options{Dirs: []string{"../examples/policies"}})
+	if err != nil {
+		panic(err)
+	}
+	call := func(seq int64, server, tool, risk string) policies.ReplayRecord {
+		return policies.ReplayRecord{
+			Seq: seq, Status: "completed", Allowed: true,
+			Input: policies.ToolInput{
+				Server: policies.Server{ID: server, Scope: "user", Transport: "stdio", Command: "npx"},
+				Tool:   policies.Tool{Name: tool}, Risk: risk, Surface: "serve",
+			},
+		}
+	}
+	rep, err := p.Replay(ctx, []policies.ReplayRecord{
+		call(1, "github", "list_issues", "read"),
+		call(2, "github", "delete_repo", "destructive"),
+		call(3, "ops-admin", "drop_cache", "destructive"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rep.Total, rep.Same, rep.Changed())
+	for _, c := range rep.NowBlocked {
+		fmt.Printf("#%d %s.%s: %s (rule %s)\n", c.Seq, c.Server, c.Tool, c.Now.Reasons[0].Message, c.Now.Reasons[0].Rule)
+	}
+	// Output:
+	// 3 2 true
+	// #2 github.delete_repo: destructive tool "delete_repo" is only allowed on "ops-admin" (rule destructive_outside_ops)
+}

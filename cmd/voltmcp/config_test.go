@@ -389,7 +389,7 @@ func (e *recordingEnv) getenv(name string) string {
 	if name == "HOME" {
 		return e.home
 	}
-	if name == "VOLTMCP_HOME" {
+	if name == "VOLTMCP_HOME" || name == "XDG_CACHE_HOME" {
 		return ""
 	}
 	return "RESOLVED-" + name + "-VALUE"
@@ -464,8 +464,8 @@ func TestEnvReferencesAreNeverResolved(t *testing.T) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name := range e.asked {
-		if name != "HOME" && name != "VOLTMCP_HOME" {
-			t.Errorf("the CLI read $%s; it should only look up the home directory", name)
+		if name != "HOME" && name != "VOLTMCP_HOME" && name != "XDG_CACHE_HOME" {
+			t.Errorf("the CLI read $%s; it should only look up the home and cache directories", name)
 		}
 	}
 }

@@ -30,10 +30,17 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		}
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
-		if len(args) != len(positional) {
+		optional := 0
+		for _, p := range positional {
+			if strings.HasPrefix(p, "[") {
+				optional++
+			}
+		}
+		if len(args) > len(positional) || len(args) < len(positional)-optional {
 			return usageErrorf("%s takes %s", name, strings.Join(positional, " "))
 		}
-		for i, p := range positional {
+		for i, p := range positional[:len(args)] {
+			p = strings.Trim(p, "[]")
 			switch p {
 			case "SERVER":
 				in.Server = args[i]
@@ -76,8 +83,8 @@ func gatewayCommands() []*command {
 		fs.StringVar(&in.ArgumentsJSON, "args", "", "the arguments as a JSON object")
 	}
 	return []*command{
-		gatewayCommand("status", "status", "summarize the gateway: servers by status, problems, config notes",
-			"Usage: voltmcp status [--json]\n\nWhat the mcp tool's status action answers.\n\nExample:\n  voltmcp status --approve", nil, nil),
+		gatewayCommand("status", "status", "summarize the gateway, or show one server in full",
+			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes, and what the bounds dropped or cleaned from each server's\nmetadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
 		gatewayCommand("search", "search", "search the cached tools of every server",
 			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. --json prints exactly what the mcp tool's search action returns.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json",
 			[]string{"QUERY"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
@@ -143,7 +150,7 @@ Examples:
 			}
 		}
 		eng, err := engine.New(ctx, engine.Options{
-			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir,
+			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
 			LookupEnv: os.LookupEnv,
 		})

@@ -100,7 +100,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -158,7 +158,9 @@ func TestCommandHelp(t *testing.T) {
 		"untrust":       nil,
 		"audit":         {"file", "lines", "follow", "json", "server", "tool", "kind", "status", "since", "until", "limit"},
 		"plugin":        {"classify", "shape", "sha256", "cache-dir", "timeout", "memory-pages"},
-		"policy":        {"verbose", "input", "explain", "policy"},
+		"policy":        {"verbose", "input", "explain", "audit", "json"},
+		"pins":          {"json"},
+		"approve":       nil,
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

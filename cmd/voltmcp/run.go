@@ -60,6 +60,10 @@ type globals struct {
 	agentDir  string
 	approve   bool
 	noApprove bool
+	policies  []string
+	// pluginCache is wazero's compilation cache: voltmcp/wasm under
+	// $XDG_CACHE_HOME, else under <home>/.cache.
+	pluginCache string
 }
 
 func (g *globals) register(fs *pflag.FlagSet) {
@@ -68,6 +72,7 @@ func (g *globals) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.agentDir, "agent-dir", g.agentDir, "state directory (default <home>/.volt/agent)")
 	fs.BoolVar(&g.approve, "approve", g.approve, "trust the project's MCP config for this run")
 	fs.BoolVar(&g.noApprove, "no-approve", g.noApprove, "ignore the project's MCP config")
+	fs.StringArrayVar(&g.policies, "policy", g.policies, "add a Rego file or directory to the policy bundle as a user policy (repeatable)")
 }
 
 // resolve fills defaults for the global flags and checks them.
@@ -90,6 +95,16 @@ func (g *globals) resolve(getenv func(string) string) error {
 	if g.agentDir == "" {
 		g.agentDir = filepath.Join(g.home, ".volt", "agent")
 	}
+	cache := getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(g.home, ".cache")
+	}
+	g.pluginCache = filepath.Join(cache, "voltmcp", "wasm")
+	for i, p := range g.policies {
+		if abs, err := filepath.Abs(p); err == nil {
+			g.policies[i] = abs
+		}
+	}
 	return nil
 }
 
@@ -106,7 +121,7 @@ type command struct {
 
 func commands() []*command {
 	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
-		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand()},
+		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand()},
 		gatewayCommands()...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"testing"
@@ -29,9 +30,21 @@ func runIfCLIChild() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// VOLTMCP_TEST_CPUPROFILE profiles the child, to see where a proxied
+	// call spends its time.
+	if path := os.Getenv("VOLTMCP_TEST_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
-	os.Exit(code)
+	if code != 0 {
+		os.Exit(code)
+	}
 }
 
 // cliCommand is the voltmcp command line args, run by the test binary.

@@ -1,13 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/wasm"
 )
 
 func vetCommand() *command {
@@ -24,6 +35,14 @@ error. With no FILE it checks the four layers found under --home and
 and says whether they would load. With FILEs it checks each as a standalone
 file. Formats: text (file:line:col like a compiler), json, sarif (GitHub code
 scanning) and github (workflow annotations).
+
+vet also compiles the Rego policies the config names (settings.policies;
+a project's as deny-only) and loads every WebAssembly plugin it names
+(settings.plugins): it checks each module's sha256 pin, imports, exports
+and ABI version and compiles it, without calling it. A policy that does
+not load is a policy-error, a plugin that would be refused a plugin-error,
+each reported at the config entry that names it. Nothing is started and
+nothing is fetched.
 
 Examples:
   voltmcp vet --project examples/quickstart
@@ -58,6 +77,23 @@ Examples:
 		if err != nil {
 			return failuref("%w", err)
 		}
+		srcs := res.Config.Policies
+		if len(args) == 0 {
+			more, err := untrustedProjectPolicies(ctx, e, res, opts)
+			if err != nil {
+				return failuref("%w", err)
+			}
+			srcs = append(slices.Clip(srcs), more...)
+		}
+		more := vetPolicies(ctx, srcs)
+		more = append(more, vetPlugins(ctx, res.Config)...)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(more) > 0 {
+			res.Diagnostics = append(res.Diagnostics, more...)
+			res.Diagnostics.Sort()
+		}
 		failed := res.Diagnostics.HasErrors() || (failOn == "warning" && res.Diagnostics.Count(cue.SeverityWarning) > 0)
 		if err := w(e.stdout, res, vetOutput{quiet: quiet, ok: !failed}); err != nil {
 			return failuref("write output: %w", err)
@@ -80,4 +116,262 @@ func summaryLine(res *cue.Result) string {
 	}
 	return fmt.Sprintf("%d error(s), %d warning(s) in %d file(s)",
 		res.Diagnostics.Count(cue.SeverityError), res.Diagnostics.Count(cue.SeverityWarning), found)
+}
+
+// untrustedProjectPolicies returns the policies the project layers would
+// add if trusted, when they are not: vet checks an untrusted project as
+// if it were trusted, and cue leaves an untrusted layer's policies out of
+// the config.
+func untrustedProjectPolicies(ctx context.Context, e *env, res *cue.Result, opts *cue.Options) ([]cue.PolicySource, error) {
+	if res.Trust.Trusted || !slices.ContainsFunc(res.Files, func(f cue.FileStatus) bool { return f.Found && f.Layer.IsProject() }) {
+		return nil, nil
+	}
+	o := *opts
+	o.Approve, o.NoApprove = true, false
+	trusted, err := cue.Load(ctx, cue.Locations{Home: e.g.home, Project: e.g.project}, &o)
+	if err != nil {
+		return nil, err
+	}
+	var out []cue.PolicySource
+	for _, p := range trusted.Config.Policies {
+		if p.Layer.IsProject() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// vetPolicy is one settings.policies entry as vet checks it.
+type vetPolicy struct {
+	src cue.PolicySource
+	// path is the policy as shown and loaded: relative to the working
+	// directory when the config file is shown that way.
+	path  string
+	index int // in its file's settings.policies
+}
+
+// vetPolicies compiles the policies srcs name, as the gateway would load
+// them, and reports each entry that keeps them from loading. When the
+// whole set fails, entries are added one at a time so that each error is
+// reported at the entry whose policy causes it, including an entry that
+// only conflicts with an earlier one.
+func vetPolicies(ctx context.Context, srcs []cue.PolicySource) cue.Diagnostics {
+	if len(srcs) == 0 {
+		return nil
+	}
+	entries := make([]vetPolicy, len(srcs))
+	perFile := map[string]int{}
+	for i, s := range srcs {
+		entries[i] = vetPolicy{src: s, path: shownPath(s.Path, s.At.File), index: perFile[s.At.File]}
+		perFile[s.At.File]++
+	}
+	load := func(es []vetPolicy) error {
+		var o policies.Options
+		for _, en := range es {
+			if en.src.Layer.IsProject() {
+				o.ProjectDirs = append(o.ProjectDirs, en.path)
+			} else {
+				o.Dirs = append(o.Dirs, en.path)
+			}
+		}
+		_, err := policies.Load(ctx, &o)
+		return err
+	}
+	all := load(entries)
+	if all == nil || ctx.Err() != nil {
+		return nil
+	}
+	var ds cue.Diagnostics
+	var good []vetPolicy
+	for _, en := range entries {
+		if err := load(append(slices.Clip(good), en)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ds = append(ds, policyDiagnostic(en, err))
+			continue
+		}
+		good = append(good, en)
+	}
+	if len(ds) == 0 {
+		// Each entry loads on top of the others, yet not all together:
+		// say so at the first rather than pass a set that fails.
+		ds = append(ds, policyDiagnostic(entries[0], all))
+	}
+	return ds
+}
+
+func policyDiagnostic(en vetPolicy, err error) cue.Diagnostic {
+	what, hint := "policy", "while a policy does not load the gateway fails closed and denies every call; voltmcp policy test "+en.path+" checks it"
+	if en.src.Layer.IsProject() {
+		what, hint = "project policy (deny rules only)", "while a policy does not load the gateway fails closed and denies every call"
+	}
+	return cue.Diagnostic{
+		Severity: cue.SeverityError, Code: cue.CodePolicyError, Layer: en.src.Layer, Position: en.src.At,
+		Path:    fmt.Sprintf("settings.policies[%d]", en.index),
+		Message: fmt.Sprintf("%s %s does not load: %s", what, en.path, strings.TrimPrefix(err.Error(), "load policies: ")),
+		Hint:    hint,
+	}
+}
+
+// vetPlugins loads every module settings.plugins names, in a sandbox of
+// its own memory limit, checks it as the gateway would and compiles it,
+// without calling it. Compiled code stays in memory: vet writes no cache.
+func vetPlugins(ctx context.Context, cfg *cue.Config) cue.Diagnostics {
+	var ds cue.Diagnostics
+	for _, list := range []struct {
+		key     string
+		plugins []cue.Plugin
+		export  string
+		can     func(*wasm.Module) bool
+	}{
+		{"classifiers", cfg.Settings.Plugins.Classifiers, wasm.ExportClassify, (*wasm.Module).CanClassify},
+		{"shapers", cfg.Settings.Plugins.Shapers, wasm.ExportShape, (*wasm.Module).CanShape},
+	} {
+		origin := cfg.Sources["settings.plugins."+list.key]
+		for i, pl := range list.plugins {
+			if ctx.Err() != nil {
+				return nil
+			}
+			field, msg := vetPlugin(ctx, pl, shownPath(pl.Path, origin.File), list.export, list.can)
+			if msg == "" {
+				continue
+			}
+			hint := "the gateway refuses the module; voltmcp plugin check " + shownPath(pl.Path, origin.File) + " shows what it imports and exports"
+			if field == "sha256" {
+				hint = "the gateway refuses the module; pin the new digest only if you rebuilt or updated it yourself"
+			}
+			ds = append(ds, cue.Diagnostic{
+				Severity: cue.SeverityError, Code: cue.CodePluginError, Layer: origin.Layer,
+				Position: itemPosition(origin, i, field), Path: fmt.Sprintf("settings.plugins.%s[%d].%s", list.key, i, field),
+				Message: msg, Hint: hint,
+			})
+		}
+	}
+	return ds
+}
+
+// vetPlugin checks one module and returns the field of its entry to
+// report at (path or sha256) and what is wrong, or "" when nothing is.
+func vetPlugin(ctx context.Context, pl cue.Plugin, shown, export string, can func(*wasm.Module) bool) (field, msg string) {
+	bin, err := os.ReadFile(pl.Path)
+	if err != nil {
+		return "path", fmt.Sprintf("plugin %s cannot be read: %v", shown, pathError(err))
+	}
+	sum := sha256.Sum256(bin)
+	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, pl.SHA256) {
+		return "sha256", fmt.Sprintf("plugin %s has sha256 %s, which does not match its pin %s", shown, got, pl.SHA256)
+	}
+	h, err := wasm.NewHost(ctx, &wasm.Options{MemoryPages: uint32(pl.MemoryPages), PoolSize: 1})
+	if err != nil {
+		return "path", fmt.Sprintf("plugin %s: %v", shown, err)
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+	name := shown
+	if name == builtinModule {
+		name = "." + string(filepath.Separator) + name // a file, not the built-in module
+	}
+	m, err := loadPlugin(ctx, h, name, pl.SHA256)
+	if err != nil {
+		return "path", strings.TrimPrefix(err.Error(), "wasm: ")
+	}
+	if !can(m) {
+		return "path", fmt.Sprintf("module %s does not export %s, which its list needs", shown, export)
+	}
+	return "", ""
+}
+
+// pathError drops the absolute path an *fs.PathError repeats, since the
+// message names the file as shown.
+func pathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// shownPath returns abs, a path the loader made absolute against the
+// directory of configFile, as relative to the working directory as
+// configFile is shown, so that output holds no path of this machine the
+// user did not write.
+func shownPath(abs, configFile string) string {
+	dir := filepath.Dir(configFile)
+	if configFile == "" || filepath.IsAbs(dir) {
+		return abs
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return abs
+	}
+	rel, err := filepath.Rel(absDir, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.Join(dir, rel)
+}
+
+// itemPosition finds the key field of item index of the JSON array the
+// origin points at (cue records an array's origin, not its items'), and
+// falls back to the item, then to the array itself.
+func itemPosition(origin cue.Origin, index int, field string) cue.Position {
+	data, err := os.ReadFile(origin.File)
+	if err != nil {
+		return origin.Position
+	}
+	off, ok := arrayItemKey(data, origin.Offset, index, field)
+	if !ok {
+		return origin.Position
+	}
+	line := 1 + bytes.Count(data[:off], []byte{'\n'})
+	col := off - (bytes.LastIndexByte(data[:off], '\n') + 1) + 1
+	return cue.Position{File: origin.File, Line: line, Col: col, Offset: off}
+}
+
+// arrayItemKey returns the offset of key in the object that is item index
+// of the array starting at off, or of the item when it has no such key.
+func arrayItemKey(data []byte, off, index int, key string) (int, bool) {
+	if off < 0 || off >= len(data) || data[off] != '[' {
+		return 0, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data[off:]))
+	next := func() int { // where the next token starts
+		i := off + int(dec.InputOffset())
+		for i < len(data) && strings.IndexByte(" \t\r\n,:", data[i]) >= 0 {
+			i++
+		}
+		return i
+	}
+	if _, err := dec.Token(); err != nil {
+		return 0, false
+	}
+	for i := 0; dec.More(); i++ {
+		start := next()
+		if i < index {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return 0, false
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return start, true
+		}
+		for dec.More() {
+			at := next()
+			k, err := dec.Token()
+			if err != nil {
+				return start, true
+			}
+			if k == key {
+				return at, true
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return start, true
+			}
+		}
+		return start, true
+	}
+	return 0, false
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -59,6 +61,15 @@ var vetCases = []vetCase{
 			cue.CodeInsecureURL:     cue.SeverityWarning,
 			cue.CodeFilterOverlap:   cue.SeverityWarning,
 			cue.CodeDialect:         cue.SeverityInfo,
+		},
+	},
+	{
+		// A user policy that does not parse, a project policy with an
+		// allow rule, and a classifier whose sha256 is not its pin.
+		name: "extensions", args: []string{"--approve"}, code: exitFindings,
+		codes: map[cue.Code]cue.Severity{
+			cue.CodePolicyError: cue.SeverityError,
+			cue.CodePluginError: cue.SeverityError,
 		},
 	},
 }
@@ -491,10 +502,10 @@ func checkSARIF(t *testing.T, out string, requireRegion bool) int {
 			continue
 		}
 		idx, ok := ruleIDs[*res.RuleID]
-		if !ok {
+		switch {
+		case !ok:
 			t.Errorf("result %d: ruleId %q is not in tool.driver.rules", i, *res.RuleID)
-		}
-		if *res.RuleIndex < 0 || *res.RuleIndex >= len(run.Tool.Driver.Rules) || *res.RuleIndex != idx {
+		case *res.RuleIndex < 0 || *res.RuleIndex >= len(run.Tool.Driver.Rules) || *res.RuleIndex != idx:
 			t.Errorf("result %d: ruleIndex %d does not point at rule %q (index %d)", i, *res.RuleIndex, *res.RuleID, idx)
 		}
 		if !levels[res.Level] {
@@ -712,5 +723,200 @@ func TestVetChecksUntrustedProject(t *testing.T) {
 	}
 	if ignored != 2 || len(untrusted.Diagnostics) != len(trusted.Diagnostics)+2 {
 		t.Errorf("untrusted vet: %d project-ignored, %d diagnostics; trusted: %d", ignored, len(untrusted.Diagnostics), len(trusted.Diagnostics))
+	}
+}
+
+func TestVetExtensionsCaseDetails(t *testing.T) {
+	t.Parallel()
+	c := vetCases[3]
+	r := runCLI(t, nil, c.vetArgs("text")...)
+	for _, want := range []string{
+		// The broken user policy, at its entry, with the Rego error's file:line.
+		`testdata/vet/extensions/home/.volt/agent/mcp.json:4:35: error[policy-error]: settings.policies[1]: policy testdata/vet/extensions/home/.volt/agent/policies/broken does not load: testdata/vet/extensions/home/.volt/agent/policies/broken/tools.rego:5: `,
+		// The pin mismatch, at the entry's sha256.
+		`testdata/vet/extensions/home/.volt/agent/mcp.json:9:11: error[plugin-error]: settings.plugins.classifiers[0].sha256: plugin testdata/vet/extensions/home/.volt/agent/plugins/classifier.wasm has sha256 93a44bbb96c751218e4c00d479e4c14358122a389acca16205b1e4d0dc5f9476, which does not match its pin 0000000000000000000000000000000000000000000000000000000000000000`,
+		// A project policy may only deny.
+		`testdata/vet/extensions/project/.volt/mcp.json:3:30: error[policy-error]: settings.policies[0]: project policy (deny rules only) testdata/vet/extensions/project/.volt/policies does not load: testdata/vet/extensions/project/.volt/policies/tools.rego:3: project policy may only deny`,
+		"\n3 error(s), 0 warning(s) in 2 file(s)\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("vet output lacks %q\n%s", want, r.stdout)
+		}
+	}
+	// The good policy next to the broken one is not reported.
+	if strings.Contains(r.stdout, "policies/team") {
+		t.Errorf("vet reports the policy that loads\n%s", r.stdout)
+	}
+	// An untrusted project's policies are checked too, as if trusted.
+	u := runCLI(t, nil, "vet", "--home", c.dir()+"/home", "--project", c.dir()+"/project")
+	if u.code != exitFindings || !strings.Contains(u.stdout, "warning[project-ignored]") ||
+		!strings.Contains(u.stdout, "error[policy-error]: settings.policies[0]: project policy (deny rules only)") {
+		t.Errorf("untrusted project: want its policy checked\n%s", u)
+	}
+}
+
+// vetHome writes a user layer with the given settings into a new home
+// and returns the home.
+func vetHome(t *testing.T, settings string) string {
+	t.Helper()
+	home := t.TempDir()
+	dir := filepath.Join(home, ".volt", "agent")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"version": 1, "settings": ` + settings + `, "servers": {}}`
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// vetDiagnostics runs vet --format json on a home and returns its
+// diagnostics of the given code.
+func vetDiagnostics(t *testing.T, home string, code cue.Code) (cliResult, []string) {
+	t.Helper()
+	r := runCLI(t, nil, "vet", "--format", "json", "--home", home, "--project", t.TempDir())
+	var msgs []string
+	for _, d := range decodeVetJSON(t, r).Diagnostics {
+		if cue.Code(d.Code) == code {
+			msgs = append(msgs, d.Path+": "+d.Message)
+		}
+	}
+	return r, msgs
+}
+
+func TestVetPlugins(t *testing.T) {
+	t.Parallel()
+	asExample, err := filepath.Abs(filepath.Join("..", "..", "examples", "plugins", "as", "classifier.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(asExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(bin)
+	pin := hex.EncodeToString(sum[:])
+	entry := func(path, sha string) string { return fmt.Sprintf(`{"path": %q, "sha256": %q}`, path, sha) }
+
+	t.Run("valid", func(t *testing.T) {
+		t.Parallel()
+		home := vetHome(t, `{"plugins": {"classifiers": [`+entry(asExample, strings.ToUpper(pin))+`]}}`)
+		r, msgs := vetDiagnostics(t, home, cue.CodePluginError)
+		if r.code != exitOK || len(msgs) != 0 {
+			t.Errorf("a pinned classifier: want no plugin-error\n%s", r)
+		}
+	})
+	t.Run("faults", func(t *testing.T) {
+		t.Parallel()
+		home := vetHome(t, `{"plugins": {
+			"classifiers": [`+entry(asExample, pin)+`, `+entry("missing.wasm", pin)+`],
+			"shapers": [`+entry(asExample, pin)+`, `+entry(asExample, strings.Repeat("ab", 32))+`]}}`)
+		r, msgs := vetDiagnostics(t, home, cue.CodePluginError)
+		want := []string{
+			`settings.plugins.classifiers[1].path: plugin ` + filepath.Join(home, ".volt", "agent", "missing.wasm") + ` cannot be read: no such file or directory`,
+			`settings.plugins.shapers[0].path: module ` + asExample + ` does not export shape, which its list needs`,
+			`settings.plugins.shapers[1].sha256: plugin ` + asExample + ` has sha256 ` + pin + `, which does not match its pin ` + strings.Repeat("ab", 32),
+		}
+		if r.code != exitFindings || !slices.Equal(msgs, want) {
+			t.Errorf("got\n%s\nwant\n%s\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"), r)
+		}
+	})
+	t.Run("invalid module", func(t *testing.T) {
+		t.Parallel()
+		home := vetHome(t, `{"plugins": {"classifiers": [`+entry("bad.wasm", "93a44bbb96c751218e4c00d479e4c14358122a389acca16205b1e4d0dc5f9476")+`]}}`)
+		if err := os.WriteFile(filepath.Join(home, ".volt", "agent", "bad.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, msgs := vetDiagnostics(t, home, cue.CodePluginError)
+		if r.code != exitFindings || len(msgs) != 1 || !strings.HasPrefix(msgs[0], "settings.plugins.classifiers[0].path: module ") {
+			t.Errorf("an empty module: want one plugin-error at its path\n%s", r)
+		}
+	})
+}
+
+func TestVetPolicies(t *testing.T) {
+	t.Parallel()
+	write := func(t *testing.T, dir, name, src string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("valid", func(t *testing.T) {
+		t.Parallel()
+		examples, err := filepath.Abs(filepath.Join("..", "..", "examples", "policies"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, msgs := vetDiagnostics(t, vetHome(t, fmt.Sprintf(`{"policies": [%q]}`, examples)), cue.CodePolicyError)
+		if r.code != exitOK || len(msgs) != 0 {
+			t.Errorf("the example policies: want no policy-error\n%s", r)
+		}
+	})
+	t.Run("conflict", func(t *testing.T) {
+		t.Parallel()
+		// Each loads on its own; together they define limit twice with
+		// different arities. The entry that adds the conflict is blamed.
+		home := vetHome(t, `{"policies": ["a", "b", "missing"]}`)
+		agent := filepath.Join(home, ".volt", "agent")
+		write(t, filepath.Join(agent, "a"), "a.rego", "package voltmcp.tools\n\nlimit(x) := 1 if x\n")
+		write(t, filepath.Join(agent, "b"), "b.rego", "package voltmcp.tools\n\nlimit(x, y) := 2 if x\n")
+		r, msgs := vetDiagnostics(t, home, cue.CodePolicyError)
+		if r.code != exitFindings || len(msgs) != 2 ||
+			!strings.HasPrefix(msgs[0], "settings.policies[1]: policy "+filepath.Join(agent, "b")+" does not load: ") ||
+			!strings.Contains(msgs[0], "conflicting rules") ||
+			!strings.HasPrefix(msgs[1], "settings.policies[2]: policy "+filepath.Join(agent, "missing")+" does not load: ") {
+			t.Errorf("want the conflict at entry 1 and the missing path at entry 2, got\n%s\n%s", strings.Join(msgs, "\n"), r)
+		}
+	})
+}
+
+func TestArrayItemKey(t *testing.T) {
+	t.Parallel()
+	doc := "{\"list\": [ {\"path\": \"a\", \"sha256\": \"x\"},\n\t{ \"sha256\" : \"y\" ,\n \"path\":\"b\"}, 7 ] }"
+	arr := strings.IndexByte(doc, '[')
+	for _, tc := range []struct {
+		index int
+		key   string
+		want  string // what the offset points at
+		ok    bool
+	}{
+		{0, "path", `"path": "a"`, true},
+		{0, "sha256", `"sha256": "x"`, true},
+		{1, "sha256", `"sha256" : "y"`, true},
+		{1, "path", `"path":"b"`, true},
+		{1, "memoryPages", `{ "sha256"`, true}, // no such key: the item
+		{2, "path", `7 ]`, true},               // not an object: the item
+		{3, "path", "", false},
+	} {
+		off, ok := arrayItemKey([]byte(doc), arr, tc.index, tc.key)
+		if ok != tc.ok || (ok && !strings.HasPrefix(doc[off:], tc.want)) {
+			t.Errorf("item %d key %s: offset %d (%t), want at %q", tc.index, tc.key, off, ok, tc.want)
+		}
+	}
+	if _, ok := arrayItemKey([]byte(doc), 0, 0, "path"); ok {
+		t.Errorf("an offset that is not an array must fail")
+	}
+}
+
+func TestShownPath(t *testing.T) {
+	t.Parallel()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ abs, config, want string }{
+		{filepath.Join(wd, "testdata", "p"), filepath.Join("testdata", "mcp.json"), filepath.Join("testdata", "p")},
+		{filepath.Join(filepath.Dir(wd), "p"), filepath.Join("testdata", "mcp.json"), filepath.Join("testdata", "..", "..", "p")},
+		{"/etc/voltmcp/p", "/etc/voltmcp/mcp.json", "/etc/voltmcp/p"},
+		{"/etc/voltmcp/p", "", "/etc/voltmcp/p"},
+	} {
+		if got := shownPath(tc.abs, tc.config); filepath.Clean(got) != filepath.Clean(tc.want) {
+			t.Errorf("shownPath(%q, %q) = %q, want %q", tc.abs, tc.config, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,4 @@
+package voltmcp.tools
+
+deny contains "friday freeze" if {
+	input.surface == "serve"

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCleanOutput(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"plain text\n\tindented    code\n", "plain text\n\tindented    code\n"},
+		{"über ✓ 日本語 😀", "über ✓ 日本語 😀"},
+		{"\x1b[1;31mbold red\x1b[0m", "bold red"},
+		{"\x1b]8;;https://evil.example\x07link\x1b]8;;\x07", "link"},
+		{"\x1b]0;title\x1b\\after", "after"},
+		{"a\x1bMb", "ab"},
+		{"crlf\r\nline\rover", "crlf\nline\nover"},
+		{"bell\x07 nul\x00 del\x7f", "bell nul del"},
+		{"c1\u009b31m and \u0085next", "c131m and next"},
+		{"bidi \u202eesrever\u202c and \u2066isolate\u2069", "bidi esrever and isolate"},
+		{"zero\u200bwidth\u200d joiner\ufeff", "zerowidth joiner"},
+		{"tags \U000E0049\U000E0047\U000E004E hidden", "tags  hidden"},
+		{"bad \xff\xfe utf8", "bad \ufffd\ufffd utf8"},
+		{"\x1b[", ""},
+	} {
+		got, n := cleanOutput(tt.in)
+		if got != tt.want {
+			t.Errorf("cleanOutput(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if n > 0 && got == tt.in {
+			t.Errorf("cleanOutput(%q) reports %d removed", tt.in, n)
+		}
+	}
+}
+
+func TestCleanOutputDoesNotCopyCleanText(t *testing.T) {
+	s := strings.Repeat("clean line of output\n", 1000)
+	if n := testing.AllocsPerRun(10, func() { cleanOutput(s) }); n != 0 {
+		t.Errorf("%v allocations for clean text", n)
+	}
+}
+
+func FuzzCleanOutput(f *testing.F) {
+	for _, s := range []string{"plain", "\x1b[31mx", "\u202e", "\xff", "\x1b]8;;u\x07", "a\r\nb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, _ := cleanOutput(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("invalid UTF-8 out of %q", s)
+		}
+		if strings.ContainsAny(got, "\x1b\r\x00\x07\u202e\u200b") {
+			t.Fatalf("%q still holds a control or invisible character: %q", s, got)
+		}
+		if again, n := cleanOutput(got); again != got || n != 0 {
+			t.Fatalf("not idempotent on %q: %q then %q", s, got, again)
+		}
+		if len(got) > len(s)+2*len(s) {
+			t.Fatalf("output grew: %d from %d", len(got), len(s))
+		}
+	})
+}

@@ -1,0 +1,304 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/wasm"
+)
+
+// guard holds what the engine decides with for one config: the Rego
+// policies, the WebAssembly classifier and shaper chain, and the caches
+// of their answers. Each part is built on first use, so a command that
+// never decides anything pays nothing; a reload starts a new guard.
+type guard struct {
+	e   *Engine
+	cfg *cue.Config
+
+	// custom is true when user or project policy files are configured:
+	// only then are tools decisions made in Rego. The built-in bundle
+	// decides exactly as defaultDecide does (a test keeps the two equal),
+	// and Go answers in nanoseconds where Rego takes hundreds of
+	// microseconds.
+	custom bool
+
+	polOnce sync.Once
+	pol     *policies.Policies
+	polErr  error
+
+	redOnce sync.Once
+	red     *policies.Redactor
+
+	decMu sync.Mutex
+	decs  map[decKey]ToolDecision
+
+	plugOnce sync.Once
+	host     *wasm.Host
+	chain    *wasm.Chain
+	// plugErr is why a configured classifier could not load; while it
+	// is set every tool is rated unknown rather than by a chain that
+	// lacks the team's own rules.
+	plugErr error
+
+	riskMu sync.Mutex
+	risks  map[string]riskEntry
+}
+
+// decKey identifies a tools decision input; the tool's hash stands for
+// its metadata.
+type decKey struct {
+	server, tool, hash string
+	risk               Risk
+	pin                PinState
+	quarantined        bool
+	surface            cue.Surface
+}
+
+type riskEntry struct {
+	risk   Risk
+	reason string
+}
+
+// maxDecisions bounds the decision cache; past it the cache starts over.
+const maxDecisions = 1 << 16
+
+func newGuard(e *Engine, cfg *cue.Config) *guard {
+	g := &guard{e: e, cfg: cfg, decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}}
+	g.custom = len(e.opts.PolicyDirs) > 0 || len(cfg.Policies) > 0
+	return g
+}
+
+// policies returns the loaded policy set. A set that failed to load
+// still answers, failing closed; the error is also kept for status.
+func (g *guard) policies() *policies.Policies {
+	g.polOnce.Do(func() {
+		if g.e.opts.Policies != nil {
+			g.pol = g.e.opts.Policies
+			return
+		}
+		opts := &policies.Options{Dirs: slices.Clone(g.e.opts.PolicyDirs)}
+		for _, p := range g.cfg.Policies {
+			if p.Layer.IsProject() {
+				opts.ProjectDirs = append(opts.ProjectDirs, p.Path)
+			} else {
+				opts.Dirs = append(opts.Dirs, p.Path)
+			}
+		}
+		g.pol, g.polErr = policies.Load(context.Background(), opts)
+		if g.polErr != nil {
+			g.e.log.Error("policies failed to load; every decision denies", "err", g.polErr)
+		}
+	})
+	return g.pol
+}
+
+// decide makes a tools decision: Options.Decide when set, else the Rego
+// policies when any are configured, else the built-in rule.
+func (g *guard) decide(in ToolInput) ToolDecision {
+	if g.e.opts.Decide != nil {
+		return g.e.opts.Decide(in)
+	}
+	if !g.custom && g.e.opts.Policies == nil {
+		return defaultDecide(in)
+	}
+	k := decKey{in.Server.ID, in.Tool.Name, in.Tool.Hash, in.Risk, in.Pin, in.Quarantined, in.Surface}
+	g.decMu.Lock()
+	d, ok := g.decs[k]
+	g.decMu.Unlock()
+	if ok {
+		return d
+	}
+	pd := g.policies().Tools(context.Background(), policyToolInput(in))
+	d = ToolDecision{Exposed: pd.Exposed, Allowed: pd.Allowed, Pending: pd.Pending}
+	for _, r := range pd.Reasons {
+		d.Reasons = append(d.Reasons, r.String())
+	}
+	failed := g.pol.Err() != nil
+	for _, r := range pd.Reasons {
+		failed = failed || r.Rule == "error"
+	}
+	if !failed {
+		g.decMu.Lock()
+		if len(g.decs) >= maxDecisions {
+			clear(g.decs)
+		}
+		g.decs[k] = d
+		g.decMu.Unlock()
+	}
+	return d
+}
+
+// policyToolInput is the Rego input document of a tools decision.
+func policyToolInput(in ToolInput) policies.ToolInput {
+	scope := "user"
+	if in.Server.Layer.IsProject() {
+		scope = "project"
+	}
+	return policies.ToolInput{
+		Server: policies.Server{ID: in.Server.ID, Scope: scope, Transport: in.Server.Transport,
+			Command: in.Server.Command, Args: in.Server.Args, URL: cue.RedactURL(in.Server.URL)},
+		Tool:         policies.Tool{Name: in.Tool.Name, Title: in.Tool.Title, Annotations: in.Tool.Annotations},
+		Risk:         string(in.Risk),
+		RiskReason:   in.RiskReason,
+		IncludeTools: in.Server.IncludeTools,
+		ExcludeTools: in.Server.ExcludeTools,
+		Pin:          policies.Pin{State: in.Pin.State, Change: in.Pin.Change},
+		Quarantined:  in.Quarantined,
+		Surface:      string(in.Surface),
+	}
+}
+
+// redactor returns the compiled voltmcp.redact decision: secrets by key
+// name, value pattern, and the values of the env vars the config names.
+func (g *guard) redactor() *policies.Redactor {
+	g.redOnce.Do(func() {
+		var names []string
+		for _, s := range g.cfg.Servers {
+			for k := range s.Env {
+				names = append(names, k)
+			}
+			names = append(names, s.EnvAllowlist...)
+			for _, v := range s.Env {
+				names = append(names, envRefs(v)...)
+			}
+			for _, v := range s.Headers {
+				names = append(names, envRefs(v)...)
+			}
+		}
+		slices.Sort(names)
+		red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup})
+		if err != nil {
+			g.e.log.Error("redact policy failed; using the built-in patterns", "err", err)
+		}
+		g.red = red
+	})
+	return g.red
+}
+
+// envRefs returns the NAMEs of the ${env:NAME} references in s.
+func envRefs(s string) []string {
+	var out []string
+	for {
+		i := strings.Index(s, "${env:")
+		if i < 0 {
+			return out
+		}
+		s = s[i+len("${env:"):]
+		j := strings.IndexByte(s, '}')
+		if j < 0 {
+			return out
+		}
+		out = append(out, s[:j])
+		s = s[j+1:]
+	}
+}
+
+// plugins sets up the wasm host and the chain of configured modules.
+func (g *guard) plugins(ctx context.Context) *wasm.Chain {
+	g.plugOnce.Do(func() {
+		g.chain = &wasm.Chain{}
+		cacheDir := g.e.opts.PluginCacheDir
+		if cacheDir == "" {
+			if dir, err := os.UserCacheDir(); err == nil {
+				cacheDir = filepath.Join(dir, "voltmcp", "wasm")
+			}
+		}
+		host, err := wasm.NewHost(ctx, &wasm.Options{CacheDir: cacheDir, OnFault: g.e.pluginFault})
+		if err != nil && cacheDir != "" {
+			// An unusable cache directory costs compile time, not safety.
+			host, err = wasm.NewHost(ctx, &wasm.Options{OnFault: g.e.pluginFault})
+		}
+		if err != nil {
+			g.plugErr = err
+			return
+		}
+		g.host = host
+		set := g.cfg.Settings.Plugins
+		load := func(p cue.Plugin) (*wasm.Module, error) {
+			data, err := os.ReadFile(p.Path)
+			if err != nil {
+				return nil, err
+			}
+			return host.Load(ctx, p.Path, data, p.SHA256)
+		}
+		for _, p := range set.Classifiers {
+			m, err := load(p)
+			if err != nil {
+				g.plugErr = err
+				g.e.pluginLoadFailed(p.Path, err)
+				continue
+			}
+			g.chain.Classifiers = append(g.chain.Classifiers, m)
+		}
+		for _, p := range set.Shapers {
+			m, err := load(p)
+			if err != nil {
+				// A missing shaper leaves the native sanitizer and cap.
+				g.e.pluginLoadFailed(p.Path, err)
+				continue
+			}
+			g.chain.Shapers = append(g.chain.Shapers, m)
+		}
+		if set.Builtin {
+			if m, err := host.Builtin(ctx); err == nil {
+				g.chain.Classifiers = append(g.chain.Classifiers, m)
+				g.chain.Shapers = append(g.chain.Shapers, m)
+			} else {
+				g.plugErr = err
+				g.e.pluginLoadFailed(wasm.BuiltinName, err)
+			}
+		}
+	})
+	return g.chain
+}
+
+// risk classifies a tool once per metadata hash.
+func (g *guard) risk(server string, t Tool) (Risk, string) {
+	if g.e.opts.Classify != nil {
+		return g.e.opts.Classify(server, t)
+	}
+	key := server + "\x00" + t.Name + "\x00" + t.Hash
+	g.riskMu.Lock()
+	r, ok := g.risks[key]
+	g.riskMu.Unlock()
+	if ok {
+		return r.risk, r.reason
+	}
+	ctx := context.Background()
+	chain := g.plugins(ctx)
+	if g.plugErr != nil {
+		r = riskEntry{RiskUnknown, "classifier unavailable: " + g.plugErr.Error()}
+	} else {
+		// Annotations count first, as the spec orders it. They are the
+		// server's own claim: the risk reason says when a rating rests on
+		// one, and a policy that distrusts a server can look at
+		// risk_reason and the annotations it receives.
+		c := chain.Classify(ctx, wasm.ClassifyInput{Server: server, Tool: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: t.InputSchema, Annotations: t.Annotations, TrustToolHints: true})
+		r = riskEntry{Risk(c.Risk), c.Reason}
+		switch r.risk {
+		case RiskRead, RiskWrite, RiskDestructive, RiskUnknown:
+		default:
+			r = riskEntry{RiskUnknown, "classifier answered " + c.Risk}
+		}
+	}
+	g.riskMu.Lock()
+	g.risks[key] = r
+	g.riskMu.Unlock()
+	return r.risk, r.reason
+}
+
+// close releases the wasm host. A guard that never set plugins up is
+// marked as set up, with an empty chain, so none starts after close.
+func (g *guard) close() {
+	g.plugOnce.Do(func() { g.chain = &wasm.Chain{} })
+	if g.host != nil {
+		_ = g.host.Close(context.Background())
+	}
+}

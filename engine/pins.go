@@ -1,0 +1,485 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/voltmcp/voltmcp/engine/internal/pin"
+)
+
+// The events of bounding and pinning.
+const (
+	// EventPinsChanged reports a pin event of one tool (Tool): pinned on
+	// first sight, changed since pinned (Message gives the severity and
+	// what changed), change reverted, approved; or, with Error and no
+	// Tool, that the server's pins could not be read or written, so that
+	// every tool of it counts as changed until they can.
+	EventPinsChanged EventType = "mcp_pins_changed"
+	// EventMetadataBounded reports that a discovery dropped or cleaned
+	// items of a server's metadata; Message counts them, and the server's
+	// summary lists them with their reasons.
+	EventMetadataBounded EventType = "mcp_metadata_bounded"
+)
+
+// The pin states of [PinState].
+const (
+	PinNew      = "new"
+	PinPinned   = "pinned"
+	PinChanged  = "changed"
+	PinApproved = "approved"
+)
+
+// pinBook is the Engine's pin store, opened on first use under
+// <AgentDir>/mcp/pins. The zero pinBook is ready to use.
+type pinBook struct {
+	once  sync.Once
+	store *pin.Store
+	err   error
+}
+
+// pinStore returns the pin store, opening it on first use.
+func (e *Engine) pinStore() (*pin.Store, error) {
+	e.pins.once.Do(func() {
+		e.pins.store, e.pins.err = pin.OpenStore(e.pinDir())
+	})
+	return e.pins.store, e.pins.err
+}
+
+// pinDir is where the pin files are.
+func (e *Engine) pinDir() string { return filepath.Join(e.opts.AgentDir, "mcp", "pins") }
+
+// pinCache is what a supervisor knows of its server's pins. It is
+// guarded by the supervisor's mu; the zero pinCache knows nothing.
+type pinCache struct {
+	// pins is the content of the pin file as of stamp, or err.
+	valid bool
+	stamp pinStamp
+	pins  pin.Pins
+	err   error
+	// failure is why the last Observe failed; while it is set, every
+	// tool counts as changed (escalation): pins fail closed.
+	failure string
+	// fresh holds the tools the last discovery pinned on first sight;
+	// approved those approved through this Engine since.
+	fresh    map[string]bool
+	approved map[string]bool
+}
+
+// pinStamp identifies a version of a pin file.
+type pinStamp struct {
+	exists bool
+	mod    time.Time
+	size   int64
+}
+
+// stampOf stamps the pin file of server; a missing file has the zero
+// stamp, and any other failure to stat it is an error.
+func (e *Engine) stampOf(server string) (pinStamp, error) {
+	info, err := os.Stat(filepath.Join(e.pinDir(), server+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return pinStamp{}, nil
+	}
+	if err != nil {
+		return pinStamp{}, fmt.Errorf("pin store: %w", err)
+	}
+	return pinStamp{exists: true, mod: info.ModTime(), size: info.Size()}, nil
+}
+
+// currentPins returns the server's pins, read again when the file changed
+// (another process may approve), and the failure of the last Observe.
+func (s *supervisor) currentPins() (pin.Pins, string, error) {
+	stamp, err := s.e.stampOf(s.cfg.ID)
+	if err != nil {
+		return pin.Pins{}, "", errors.New(s.scrub.text(err.Error()))
+	}
+	s.mu.Lock()
+	if c := &s.pins; c.valid && c.stamp == stamp {
+		p, failure, err := c.pins, c.failure, c.err
+		s.mu.Unlock()
+		return p, failure, err
+	}
+	s.mu.Unlock()
+	var p pin.Pins
+	if !stamp.exists {
+		// Nothing pinned yet; the store is opened (and its directory
+		// made) only when something is written.
+		p = pin.Pins{Server: s.cfg.ID, Tools: map[string]pin.Pin{}, Pending: map[string]pin.Pending{}}
+	} else if store, serr := s.e.pinStore(); serr != nil {
+		err = serr
+	} else {
+		p, err = store.Get(s.cfg.ID)
+	}
+	if err != nil {
+		err = errors.New(s.scrub.text(err.Error()))
+	}
+	s.mu.Lock()
+	s.pins.valid, s.pins.stamp, s.pins.pins, s.pins.err = true, stamp, p, err
+	failure := s.pins.failure
+	s.mu.Unlock()
+	if err == nil {
+		s.swapApproved(p)
+	}
+	return p, failure, err
+}
+
+// pinState returns the pin state of a tool of server, for the tools
+// decision (ToolInput.Pin): "new" when the last discovery pinned it on
+// first sight (or it was never pinned: metadata from before pinning),
+// "pinned" when it matches its pin, "approved" when its pin is a change
+// approved through this Engine, and "changed" with the change's severity
+// while a change waits for approval. Pins fail closed: when they cannot
+// be read or the last discovery could not write them, every tool is
+// "changed" with severity "escalation", and the server's summary says
+// why (PinError).
+func (e *Engine) pinState(server string, t Tool) PinState {
+	s, err := e.supervisor(server)
+	if err != nil {
+		return PinState{State: PinChanged, Change: string(pin.SeverityEscalation)}
+	}
+	return s.pinState(t)
+}
+
+// pinState is [Engine.pinState] for the supervisor's server.
+func (s *supervisor) pinState(t Tool) PinState {
+	p, failure, err := s.currentPins()
+	if err != nil || failure != "" {
+		return PinState{State: PinChanged, Change: string(pin.SeverityEscalation)}
+	}
+	if pend, ok := p.Pending[t.Name]; ok {
+		sev := pend.Change.Severity
+		if sev == "" || sev == pin.SeverityNone {
+			sev = pin.SeverityCosmetic
+		}
+		return PinState{State: PinChanged, Change: string(sev)}
+	}
+	if _, ok := p.Tools[t.Name]; !ok {
+		return PinState{State: PinNew}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.pins.approved[t.Name]:
+		return PinState{State: PinApproved}
+	case s.pins.fresh[t.Name]:
+		return PinState{State: PinNew}
+	}
+	return PinState{State: PinPinned}
+}
+
+// pinMeta is what a pin records of a tool: its bounded metadata and the
+// risk the engine rates it.
+func (e *Engine) pinMeta(server string, t Tool) pin.Meta {
+	risk, _ := e.risk(server, t)
+	return pin.Meta{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		Annotations: t.Annotations, Risk: string(risk)}
+}
+
+// toolOfPin is the tool shown while a change waits: the pinned metadata.
+// The output schema, which pins do not record, is left out.
+func toolOfPin(m pin.Meta) Tool {
+	t := Tool{Name: m.Name, Title: m.Title, Description: m.Description, InputSchema: m.InputSchema, Annotations: m.Annotations}
+	t.Hash = toolHash(t)
+	return t
+}
+
+// holds reports whether a change of severity sev is held: its tool keeps
+// showing its pinned version until the change is approved. These are the
+// severities the default tools policy blocks calls for.
+func holds(sev pin.Severity) bool { return sev.Rank() >= pin.SeveritySchemaBreaking.Rank() }
+
+// observePins compares the tools a discovery listed with their pins (see
+// [pin.Store.Observe]): new tools are pinned; a tool whose change is held
+// (schema-breaking or escalation) is shown in its pinned version, the
+// listed one kept in m.Held until approved, so that neither its new text
+// nor its new schema reaches a model before a person has seen them. A
+// cosmetic, description or schema-compatible change is shown as listed
+// and stays pending in the store for review. When the store fails, every
+// tool counts as changed (fail closed) and a note says why. It returns
+// the events to publish once m is in place.
+func (s *supervisor) observePins(m *Metadata) []Event {
+	id := s.cfg.ID
+	fail := func(err error) []Event {
+		msg := s.scrub.text(err.Error())
+		s.mu.Lock()
+		s.pins.failure, s.pins.valid = msg, false
+		s.mu.Unlock()
+		m.Notes = append(m.Notes, "pins: "+msg+"; every tool of this server counts as changed (escalation) until its pins can be written")
+		return []Event{{Type: EventPinsChanged, Server: id, Error: msg}}
+	}
+	store, err := s.e.pinStore()
+	if err != nil {
+		return fail(err)
+	}
+	metas := make([]pin.Meta, len(m.Tools))
+	for i, t := range m.Tools {
+		metas[i] = s.e.pinMeta(id, t)
+	}
+	res, err := store.Observe(id, metas, nil)
+	if err != nil {
+		return fail(err)
+	}
+	var events []Event
+	if len(res.Changed) > 0 {
+		p, err := store.Get(id)
+		if err != nil {
+			return fail(err)
+		}
+		index := make(map[string]int, len(m.Tools))
+		for i, t := range m.Tools {
+			index[t.Name] = i
+		}
+		for _, c := range res.Changed {
+			msg := fmt.Sprintf("changed since it was pinned (%s): %s", c.Change.Severity, strings.Join(firstN(c.Change.Details, 3), "; "))
+			if holds(c.Change.Severity) {
+				i, ok := index[c.Name]
+				pinned, pok := p.Tools[c.Name]
+				if ok && pok {
+					m.Held = append(m.Held, m.Tools[i])
+					m.Tools[i] = toolOfPin(pinned.Meta)
+				}
+				msg += "; its pinned version is shown and calls wait for approval (voltmcp approve " + id + " " + c.Name + ")"
+			}
+			events = append(events, Event{Type: EventPinsChanged, Server: id, Tool: c.Name, Message: msg})
+		}
+		m.Hash = metadataHash(m.Tools)
+	}
+	for _, name := range res.New {
+		events = append(events, Event{Type: EventPinsChanged, Server: id, Tool: name, Message: "pinned on first sight"})
+	}
+	for _, name := range res.Reverted {
+		events = append(events, Event{Type: EventPinsChanged, Server: id, Tool: name, Message: "back to its pinned version; the pending change is gone"})
+	}
+	if len(res.Missing) > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("pins: %d pinned tools are no longer listed: %s", len(res.Missing), strings.Join(firstN(res.Missing, 10), ", ")))
+	}
+	s.mu.Lock()
+	s.pins.failure, s.pins.valid = "", false
+	s.pins.fresh = map[string]bool{}
+	for _, name := range res.New {
+		s.pins.fresh[name] = true
+	}
+	for _, c := range res.Changed {
+		delete(s.pins.approved, c.Name)
+	}
+	s.mu.Unlock()
+	return events
+}
+
+// firstN returns the first n items of list, and "…" when there are more.
+func firstN(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(slices.Clone(list[:n]), "…")
+}
+
+// swapApproved shows the listed version of each held tool whose change is
+// no longer pending and whose pin is now that version: approved, here or
+// by another process. The cache is written again.
+func (s *supervisor) swapApproved(p pin.Pins) {
+	s.mu.Lock()
+	m := s.meta
+	s.mu.Unlock()
+	if m == nil || len(m.Held) == 0 {
+		return
+	}
+	var swap []Tool
+	var keep []Tool
+	for _, h := range m.Held {
+		pinned, ok := p.Tools[h.Name]
+		if _, pending := p.Pending[h.Name]; !pending && ok && pinned.Hash == pin.Hash(s.e.pinMeta(s.cfg.ID, h)) {
+			swap = append(swap, h)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	if len(swap) == 0 {
+		return
+	}
+	nm := *m
+	nm.Tools = slices.Clone(m.Tools)
+	nm.Held = keep
+	for _, h := range swap {
+		for i, t := range nm.Tools {
+			if t.Name == h.Name {
+				nm.Tools[i] = h
+			}
+		}
+	}
+	nm.Hash = metadataHash(nm.Tools)
+	s.mu.Lock()
+	if s.meta != m { // a discovery replaced it meanwhile
+		s.mu.Unlock()
+		return
+	}
+	s.meta = &nm
+	s.mu.Unlock()
+	if err := s.e.cache.save(&nm); err != nil {
+		s.log.Warn("metadata cache", "err", err)
+	}
+	s.e.bus.publish(Event{Type: EventServersChanged, Server: s.cfg.ID})
+}
+
+// PinView is one pinned tool of a server, with its pending change if
+// any: what `voltmcp pins` shows.
+type PinView struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// State is "pinned", "changed" (a change waits for approval; see
+	// Pending) or "missing" (pinned, but the server's last listing did
+	// not have it).
+	State string `json:"state"`
+	// Risk is the risk class recorded in the pin.
+	Risk     string    `json:"risk,omitempty"`
+	Hash     string    `json:"hash"`
+	PinnedAt time.Time `json:"pinnedAt"`
+	// Pending is the change waiting for approval, or nil.
+	Pending *PendingChange `json:"pending,omitempty"`
+}
+
+// PendingChange is a tool's change since it was pinned.
+type PendingChange struct {
+	// Severity is cosmetic, description, schema-compatible,
+	// schema-breaking or escalation; the last two are held (the pinned
+	// version is shown and calls wait for approval).
+	Severity string `json:"severity"`
+	// Held is true when the change is held.
+	Held bool `json:"held"`
+	// Details says what changed, one finding each.
+	Details []string  `json:"details,omitempty"`
+	Hash    string    `json:"hash"`
+	SeenAt  time.Time `json:"seenAt"`
+	// Diff is a readable line diff from the pinned version (see
+	// pin.Diff): "-" lines removed, "+" lines added.
+	Diff string `json:"diff"`
+}
+
+// Pins lists the pins of a server, or of every configured server when
+// server is "", sorted by server and tool, with each pending change rated
+// and diffed. A pin file that cannot be read is an error: nothing of
+// that server is listed as if it were fine.
+func (e *Engine) Pins(ctx context.Context, server string) ([]PinView, error) {
+	var sups []*supervisor
+	if server != "" {
+		s, err := e.supervisor(server)
+		if err != nil {
+			return nil, err
+		}
+		sups = append(sups, s)
+	} else {
+		e.mu.Lock()
+		for _, s := range e.servers {
+			sups = append(sups, s)
+		}
+		e.mu.Unlock()
+		sort.Slice(sups, func(i, j int) bool { return sups[i].cfg.ID < sups[j].cfg.ID })
+	}
+	out := []PinView{}
+	for _, s := range sups {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, _, err := s.currentPins()
+		if err != nil {
+			return nil, fmt.Errorf("pins of %s: %w", s.cfg.ID, err)
+		}
+		s.mu.Lock()
+		m := s.meta
+		s.mu.Unlock()
+		listed := map[string]bool{}
+		if m != nil {
+			for _, t := range m.Tools {
+				listed[t.Name] = true
+			}
+		}
+		names := make([]string, 0, len(p.Tools))
+		for name := range p.Tools {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			pn := p.Tools[name]
+			v := PinView{Server: s.cfg.ID, Tool: name, State: PinPinned, Risk: pn.Meta.Risk, Hash: pn.Hash, PinnedAt: pn.PinnedAt}
+			if m != nil && !listed[name] {
+				v.State = "missing"
+			}
+			if pend, ok := p.Pending[name]; ok {
+				v.State = PinChanged
+				v.Pending = &PendingChange{Severity: string(pend.Change.Severity), Held: holds(pend.Change.Severity),
+					Details: pend.Change.Details, Hash: pend.Hash, SeenAt: pend.SeenAt, Diff: pin.Diff(pn.Meta, pend.Meta)}
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// Approve accepts the pending changes of the named tools of a server, or
+// of all its tools when none is named: each change becomes the tool's
+// pin, and a held tool shows its listed version again. Naming a tool
+// without a pending change is an error, and then nothing is approved.
+func (e *Engine) Approve(ctx context.Context, server string, tools ...string) error {
+	s, err := e.supervisor(server)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	store, err := e.pinStore()
+	if err != nil {
+		return fmt.Errorf("approve: %w", err)
+	}
+	names := tools
+	if len(names) == 0 {
+		p, err := store.Get(s.cfg.ID)
+		if err != nil {
+			return fmt.Errorf("approve: %w", err)
+		}
+		for name := range p.Pending {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+	}
+	if err := store.Approve(s.cfg.ID, names...); err != nil {
+		return fmt.Errorf("approve: %w", err)
+	}
+	s.mu.Lock()
+	s.pins.valid = false
+	if s.pins.approved == nil {
+		s.pins.approved = map[string]bool{}
+	}
+	for _, name := range names {
+		s.pins.approved[name] = true
+	}
+	s.mu.Unlock()
+	if _, _, err := s.currentPins(); err != nil { // swaps held tools back in
+		return fmt.Errorf("approve: %w", err)
+	}
+	for _, name := range names {
+		e.bus.publish(Event{Type: EventPinsChanged, Server: s.cfg.ID, Tool: name, Message: "change approved; the listed version is now pinned"})
+	}
+	return nil
+}
+
+// pinSummary says how many changes wait for approval and why pins fail,
+// for the server's summary.
+func (s *supervisor) pinSummary() (pending int, pinErr string) {
+	p, failure, err := s.currentPins()
+	switch {
+	case err != nil:
+		return 0, err.Error() + "; every tool of this server counts as changed (escalation)"
+	case failure != "":
+		return len(p.Pending), failure + "; every tool of this server counts as changed (escalation)"
+	}
+	return len(p.Pending), ""
+}

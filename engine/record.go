@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/wasm"
+)
+
+// trustFunc returns the project trust decision for cue.Load:
+// Options.Trust when set; else, when the user layers or PolicyDirs name
+// policy files, the voltmcp.trust policy with them; else cue.DecideTrust,
+// which the built-in policy reproduces. Each decision is audited.
+func (e *Engine) trustFunc(ctx context.Context) func(cue.TrustInput) cue.TrustDecision {
+	return func(in cue.TrustInput) cue.TrustDecision {
+		var d cue.TrustDecision
+		switch {
+		case e.opts.Trust != nil:
+			d = e.opts.Trust(in)
+		case len(in.UserPolicies) == 0 && len(e.opts.PolicyDirs) == 0 && e.opts.Policies == nil:
+			d = cue.DecideTrust(in)
+		default:
+			pol := e.opts.Policies
+			if pol == nil {
+				// Only the user's policies decide trust: a project cannot
+				// vouch for itself.
+				pol, _ = policies.Load(ctx, &policies.Options{Dirs: append(slices.Clone(e.opts.PolicyDirs), in.UserPolicies...)})
+			}
+			d = policyTrust(ctx, pol, in)
+		}
+		e.record(ctx, audit.Record{Kind: audit.KindTrust, Status: trustStatus(d), Decision: &audit.Decision{Allowed: d.Trusted, Reasons: []string{d.Reason}},
+			Detail: map[string]any{"project": in.Project, "files": trustFiles(in.Files)}})
+		return d
+	}
+}
+
+func trustStatus(d cue.TrustDecision) string {
+	if d.Trusted {
+		return "trusted"
+	}
+	return "untrusted"
+}
+
+func trustFiles(files []cue.FileStatus) []string {
+	var out []string
+	for _, f := range files {
+		if f.Found {
+			out = append(out, f.Path+" sha256:"+f.SHA256)
+		}
+	}
+	return out
+}
+
+// policyTrust asks the voltmcp.trust policy.
+func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput) cue.TrustDecision {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	pin := policies.TrustInput{Project: abs(in.Project), Surface: string(in.Surface), DefaultProjectTrust: in.DefaultProjectTrust,
+		Approve: in.Approve, NoApprove: in.NoApprove}
+	for _, f := range in.Files {
+		if f.Found {
+			pin.Files = append(pin.Files, policies.FileHash{Path: abs(f.Path), ContentHash: f.SHA256})
+		}
+	}
+	for _, r := range in.TrustedProjects {
+		for _, f := range r.Files {
+			pin.TrustedProjects = append(pin.TrustedProjects, policies.FileHash{Path: f.Path, ContentHash: f.SHA256})
+		}
+	}
+	pd := pol.Trust(ctx, pin)
+	var reasons []string
+	for _, r := range pd.Reasons {
+		reasons = append(reasons, r.String())
+	}
+	return cue.TrustDecision{Trusted: pd.Trusted, Changed: pd.NeedsTrust, Reason: strings.Join(reasons, "; ")}
+}
+
+// record appends r to the audit log with the engine's workspace, session
+// and surface, redacted by the voltmcp.redact decision. The log opens on
+// first use. Records are written by one goroutine in the order they are
+// made, off the path of the call they record: a call does not wait for
+// the disk, and a full queue (the disk fell behind) makes callers wait
+// rather than lose records. Close writes what is queued. A failure to
+// write is logged and published as an event; it does not fail the call.
+func (e *Engine) record(ctx context.Context, r audit.Record) {
+	if e.opts.DisableAudit {
+		return
+	}
+	e.auditOnce.Do(func() {
+		redact := func(s string) string { return s }
+		if g := e.guard.Load(); g != nil {
+			if red := g.redactor(); red != nil {
+				redact = red.Redact
+			}
+		}
+		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
+		if err != nil {
+			e.log.Error("audit log unavailable", "err", err)
+			e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
+			return
+		}
+		for _, p := range l.Problems() {
+			e.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
+		}
+		q := &auditQueue{log: l, ch: make(chan audit.Record, auditQueueLen), done: make(chan struct{})}
+		go q.run(e)
+		e.mu.Lock()
+		e.audit = q
+		e.mu.Unlock()
+	})
+	r.Time = time.Now()
+	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
+	e.auditMu.RLock()
+	defer e.auditMu.RUnlock()
+	e.mu.Lock()
+	q := e.audit
+	e.mu.Unlock()
+	if q != nil {
+		q.ch <- r
+	}
+}
+
+// auditQueueLen is how many records may wait for the disk.
+const auditQueueLen = 256
+
+// auditQueue feeds the audit log from one goroutine.
+type auditQueue struct {
+	log  *audit.Log
+	ch   chan audit.Record
+	done chan struct{}
+}
+
+func (q *auditQueue) run(e *Engine) {
+	defer close(q.done)
+	for r := range q.ch {
+		if err := q.log.Append(context.Background(), r); err != nil {
+			e.log.Error("audit append", "err", err)
+			e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
+		}
+	}
+}
+
+// closeAudit writes what is queued and closes the audit log.
+func (e *Engine) closeAudit() {
+	e.auditOnce.Do(func() {}) // none opens after Close
+	e.auditMu.Lock()
+	e.mu.Lock()
+	q := e.audit
+	e.audit = nil
+	e.mu.Unlock()
+	e.auditMu.Unlock()
+	if q != nil {
+		close(q.ch)
+		<-q.done
+		_ = q.log.Close()
+	}
+}
+
+// pluginFault records a plugin's fault: the instance is gone, the call
+// fell back.
+func (e *Engine) pluginFault(f wasm.Fault) {
+	e.log.Warn("plugin fault", "module", f.Module, "kind", f.Kind, "err", f.Err)
+	e.bus.publish(Event{Type: EventPluginFault, Error: f.Module + ": " + string(f.Kind) + ": " + errText(f.Err)})
+	e.record(context.Background(), audit.Record{Kind: audit.KindPluginFault, Status: string(f.Kind),
+		Detail: map[string]any{"module": f.Module, "error": errText(f.Err)}})
+}
+
+// pluginLoadFailed records a configured module that did not load.
+func (e *Engine) pluginLoadFailed(module string, err error) {
+	e.log.Error("plugin refused", "module", module, "err", err)
+	e.bus.publish(Event{Type: EventPluginFault, Error: module + ": " + err.Error()})
+	e.record(context.Background(), audit.Record{Kind: audit.KindPluginFault, Status: "load_failed",
+		Detail: map[string]any{"module": module, "error": err.Error()}})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// callRecord is the audit record of a tools call, with what a replay of
+// the tools policy needs in Detail.
+func callRecord(in ToolInput, d ToolDecision, args json.RawMessage) audit.Record {
+	scope := "user"
+	if in.Server.Layer.IsProject() {
+		scope = "project"
+	}
+	r := audit.Record{Kind: audit.KindCall, Server: in.Server.ID, Tool: in.Tool.Name, Risk: string(in.Risk),
+		Args: audit.SummarizeArgs(args), Decision: &audit.Decision{Allowed: d.Allowed, Reasons: d.Reasons},
+		Detail: map[string]any{
+			"risk_reason": in.RiskReason, "pin_state": in.Pin.State, "pin_change": in.Pin.Change, "quarantined": in.Quarantined,
+			"server_scope": scope, "transport": in.Server.Transport, "command": in.Server.Command, "args": in.Server.Args,
+			"url": cue.RedactURL(in.Server.URL), "include_tools": in.Server.IncludeTools, "exclude_tools": in.Server.ExcludeTools,
+			"tool_hash": in.Tool.Hash,
+		}}
+	if len(in.Tool.Annotations) > 0 {
+		r.Detail["annotations"] = json.RawMessage(in.Tool.Annotations)
+	}
+	return r
+}
+
+// finishRecord fills the outcome of a call into its record.
+func finishRecord(r *audit.Record, status string, start time.Time, output string, cacheID string, truncated bool) {
+	r.Status = status
+	r.DurationMS = time.Since(start).Milliseconds()
+	r.ResultBytes = int64(len(output))
+	if output != "" {
+		sum := sha256.Sum256([]byte(output))
+		r.ResultSHA256 = hex.EncodeToString(sum[:])
+	}
+	r.CacheID, r.Truncated = cacheID, truncated
+}

@@ -77,41 +77,46 @@ func benchProject(b *testing.B) string {
 // the upstream server, a third process. via=direct makes the same call
 // with the same client straight to the same upstream. The gateway's goal
 // is a call within 1.5 times the direct one; p50 and p99 are reported.
+// proto is the protocol version the agent asks for: 2025-11-25, which
+// today's agents speak, and 2026-07-28, the SDK's default, under which
+// every request carries the client's info and capabilities in _meta.
 func BenchmarkServeProcessCall(b *testing.B) {
 	args := map[string]any{"text": "hello, gateway"}
-	b.Run("via=serve", func(b *testing.B) {
-		project := benchProject(b)
-		home := b.TempDir()
-		cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
-		cs := connectCommand(b, cmd)
-		params := &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": args}}
-		ctx := context.Background()
-		// The first call starts the upstream.
-		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
-			b.Fatalf("call through serve: %v %v", res, err)
-		}
-		timeCalls(b, func() error { _, err := cs.CallTool(ctx, params); return err })
-	})
-	b.Run("via=direct", func(b *testing.B) {
-		name, cargs, env := mcptest.Command(mcptest.ModeBehave)
-		cmd := exec.Command(name, cargs...)
-		cmd.Env = os.Environ()
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cs := connectCommand(b, cmd)
-		params := &mcp.CallToolParams{Name: "echo", Arguments: args}
-		ctx := context.Background()
-		timeCalls(b, func() error { _, err := cs.CallTool(ctx, params); return err })
-	})
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		b.Run("proto="+proto+"/via=serve", func(b *testing.B) {
+			project := benchProject(b)
+			home := b.TempDir()
+			cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
+			cs := connectCommand(b, cmd, proto)
+			params := &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": args}}
+			ctx := context.Background()
+			// The first call starts the upstream.
+			if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+				b.Fatalf("call through serve: %v %v", res, err)
+			}
+			timeCalls(b, func() error { _, err := cs.CallTool(ctx, params); return err })
+		})
+		b.Run("proto="+proto+"/via=direct", func(b *testing.B) {
+			name, cargs, env := mcptest.Command(mcptest.ModeBehave)
+			cmd := exec.Command(name, cargs...)
+			cmd.Env = os.Environ()
+			for k, v := range env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			cs := connectCommand(b, cmd, proto)
+			params := &mcp.CallToolParams{Name: "echo", Arguments: args}
+			ctx := context.Background()
+			timeCalls(b, func() error { _, err := cs.CallTool(ctx, params); return err })
+		})
+	}
 }
 
 // connectCommand starts cmd as an MCP server and connects the SDK's
 // client to it; the session closes when the benchmark ends.
-func connectCommand(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
+func connectCommand(b *testing.B, cmd *exec.Cmd, proto string) *mcp.ClientSession {
 	b.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-agent", Version: "1.0.0"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err != nil {
 		b.Fatal(err)
 	}

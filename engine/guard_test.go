@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,5 +227,52 @@ func TestMismatchedPluginRatesUnknown(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no plugin fault event")
 		}
+	}
+}
+
+// BenchmarkDecide is the tools decision a call makes: rule=builtin is the
+// Go rule used when no policy files are configured; rule=rego has a team
+// policy file, so the decision is made in Rego once and then served from
+// the engine's cache (what every later call of the tool pays);
+// rule=rego-memo skips the engine's cache and gets the policy set's own
+// memo (the input is JSON-encoded and hashed); rule=rego-evaluated
+// evaluates the policy every time.
+func BenchmarkDecide(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "team.rego"), []byte(`package voltmcp.tools
+
+deny contains "no destructive tools from project servers" if {
+	input.risk == "destructive"
+	input.server.scope == "project"
+}
+`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	in := ToolInput{Server: cue.Server{ID: "github", Transport: "stdio", Command: "npx", ExcludeTools: []string{"delete_*"}},
+		Tool: Tool{Name: "create_issue", Hash: "abc"}, Risk: RiskWrite, RiskReason: "name: create", Surface: cue.SurfaceServe}
+	noMemo, err := policies.Load(context.Background(), &policies.Options{Dirs: []string{dir}, DisableMemo: true, Timeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		dirs []string
+		memo bool
+		pol  *policies.Policies
+	}{{"builtin", nil, true, nil}, {"rego", []string{dir}, true, nil}, {"rego-memo", []string{dir}, false, nil}, {"rego-evaluated", nil, false, noMemo}} {
+		b.Run("rule="+tc.name, func(b *testing.B) {
+			e := &Engine{opts: Options{PolicyDirs: tc.dirs, Policies: tc.pol}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			g := newGuard(e, &cue.Config{})
+			if d := g.decide(in); !d.Allowed {
+				b.Fatalf("decision: %+v", d)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if !tc.memo {
+					clear(g.decs)
+				}
+				g.decide(in)
+			}
+		})
 	}
 }

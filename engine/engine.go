@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -133,9 +134,10 @@ type Engine struct {
 
 	guard   atomic.Pointer[guard] // the policies and plugins of the current config
 	session string                // this Engine's id in audit records
+	ws      string                // the workspace: the project root, absolute
 
 	auditOnce sync.Once
-	audit     *auditQueue
+	audit     atomic.Pointer[auditQueue]
 	auditMu   sync.RWMutex // held to send on the queue; Close takes it to end it
 
 	mu      sync.Mutex
@@ -179,6 +181,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.opts.Project == "" {
 		e.opts.Project = "."
 	}
+	e.ws = workspaceOf(e.opts.Project)
+	e.session = newCallID()
 	if e.opts.AgentDir == "" {
 		if e.opts.Home == "" {
 			return nil, errors.New("engine: set Options.AgentDir or Options.Home")
@@ -191,7 +195,6 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cfg, e.load = cfg, res
-	e.session = newCallID()
 	e.guard.Store(newGuard(e, cfg))
 	e.servers = map[string]*supervisor{}
 	for _, s := range cfg.Servers {
@@ -283,10 +286,13 @@ func (e *Engine) outputs() *outputStore {
 
 // workspace identifies the Engine's workspace: sidecar ids written for one
 // are not readable from another.
-func (e *Engine) workspace() string {
-	abs, err := filepath.Abs(e.opts.Project)
+func (e *Engine) workspace() string { return e.ws }
+
+// workspaceOf is the absolute project root that identifies a workspace.
+func workspaceOf(project string) string {
+	abs, err := filepath.Abs(project)
 	if err != nil {
-		abs = e.opts.Project
+		return project
 	}
 	return abs
 }
@@ -434,7 +440,7 @@ func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*
 // overlay in the voltmcp-owned file of the scope that defines the server
 // (<home>/.volt/agent/mcp.json or <project>/.volt/mcp.json), atomically.
 // A disabled server stops now; an enabled one becomes cold, or starts if
-// it is eager or keep-alive.
+// it is eager or keep-alive. The change is audited (config_change).
 func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error {
 	s, err := e.supervisor(id)
 	if err != nil {
@@ -451,6 +457,8 @@ func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error 
 	if err := cue.SetServerEnabled(ctx, loc, layer, s.cfg.ID, enabled); err != nil {
 		return err
 	}
+	e.record(ctx, audit.Record{Kind: audit.KindConfigChange, Server: s.cfg.ID, Status: "ok",
+		Detail: map[string]any{"change": "set_enabled", "enabled": enabled, "layer": string(layer)}})
 	return e.Reload(ctx)
 }
 

@@ -100,11 +100,17 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 		return
 	}
 	e.auditOnce.Do(func() {
-		redact := func(s string) string { return s }
-		if g := e.guard.Load(); g != nil {
-			if red := g.redactor(); red != nil {
-				redact = red.Redact
+		// The redact decision of the current config, looked up per record:
+		// the log may open before the first config is in place (for the
+		// trust decision, which holds paths and hashes only), and a reload
+		// brings a new one.
+		redact := func(s string) string {
+			if g := e.guard.Load(); g != nil {
+				if red := g.redactor(); red != nil {
+					return red.Redact(s)
+				}
 			}
+			return s
 		}
 		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
 		if err != nil {
@@ -117,18 +123,13 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 		}
 		q := &auditQueue{log: l, ch: make(chan audit.Record, auditQueueLen), done: make(chan struct{})}
 		go q.run(e)
-		e.mu.Lock()
-		e.audit = q
-		e.mu.Unlock()
+		e.audit.Store(q)
 	})
 	r.Time = time.Now()
 	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
 	e.auditMu.RLock()
 	defer e.auditMu.RUnlock()
-	e.mu.Lock()
-	q := e.audit
-	e.mu.Unlock()
-	if q != nil {
+	if q := e.audit.Load(); q != nil {
 		q.ch <- r
 	}
 }
@@ -157,10 +158,7 @@ func (q *auditQueue) run(e *Engine) {
 func (e *Engine) closeAudit() {
 	e.auditOnce.Do(func() {}) // none opens after Close
 	e.auditMu.Lock()
-	e.mu.Lock()
-	q := e.audit
-	e.audit = nil
-	e.mu.Unlock()
+	q := e.audit.Swap(nil)
 	e.auditMu.Unlock()
 	if q != nil {
 		close(q.ch)

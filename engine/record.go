@@ -19,7 +19,8 @@ import (
 // trustFunc returns the project trust decision for cue.Load:
 // Options.Trust when set; else, when the user layers or PolicyDirs name
 // policy files, the voltmcp.trust policy with them; else cue.DecideTrust,
-// which the built-in policy reproduces. Each decision is audited.
+// which the built-in policy reproduces. The decisions of serving surfaces
+// are audited.
 func (e *Engine) trustFunc(ctx context.Context) func(cue.TrustInput) cue.TrustDecision {
 	return func(in cue.TrustInput) cue.TrustDecision {
 		var d cue.TrustDecision
@@ -37,8 +38,14 @@ func (e *Engine) trustFunc(ctx context.Context) func(cue.TrustInput) cue.TrustDe
 			}
 			d = policyTrust(ctx, pol, in)
 		}
-		e.record(ctx, audit.Record{Kind: audit.KindTrust, Status: trustStatus(d), Decision: &audit.Decision{Allowed: d.Trusted, Reasons: []string{d.Reason}},
-			Detail: map[string]any{"project": in.Project, "files": trustFiles(in.Files)}})
+		// The surfaces that serve agents record the decision they run
+		// under; a one-shot command that lists or inspects does not add a
+		// line each time it starts (its calls are recorded as calls).
+		switch in.Surface {
+		case cue.SurfaceServe, cue.SurfaceRPC, cue.SurfaceDaemon:
+			e.record(ctx, audit.Record{Kind: audit.KindTrust, Status: trustStatus(d), Decision: &audit.Decision{Allowed: d.Trusted, Reasons: []string{d.Reason}},
+				Detail: map[string]any{"project": in.Project, "files": trustFiles(in.Files)}})
+		}
 		return d
 	}
 }

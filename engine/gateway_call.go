@@ -111,10 +111,13 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	return r
 }
 
-// toolInput is what a tools decision about t is made from.
+// toolInput is what a tools decision about t is made from: its risk, and
+// from the pin store its pin state and whether its server waits for
+// approval.
 func (e *Engine) toolInput(s *supervisor, t Tool) ToolInput {
 	risk, why := e.risk(s.cfg.ID, t)
-	return ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface, Pin: e.pinState(s.cfg.ID, t)}
+	pin, quarantined := s.pinInput(t)
+	return ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface, Pin: pin, Quarantined: quarantined}
 }
 
 // refID is the id of a sidecar reference, or "".

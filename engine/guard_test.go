@@ -40,7 +40,7 @@ func TestDefaultDecideMatchesRego(t *testing.T) {
 						got := defaultDecide(in)
 						want := pol.Tools(ctx, policyToolInput(in))
 						if got.Exposed != want.Exposed || got.Allowed != want.Allowed || got.Pending != want.Pending {
-							t.Errorf("include %v exclude %v %s pin %+v quarantined %v: Go %+v, Rego %+v", inc, exc, name, pin, q, got, want)
+							t.Errorf("include %v exclude %v %s pin %+v server not approved %v: Go %+v, Rego %+v", inc, exc, name, pin, q, got, want)
 						}
 						n++
 					}

@@ -423,7 +423,8 @@ func TestHostileSchemaBomb(t *testing.T) {
 	// maxSchemaBytes); the second nests 10,000 levels, which the go-sdk
 	// client refuses to decode, ending the session: discovery fails with
 	// that reason, and nothing of the server is half-listed.
-	e := hostile(t, mcptest.ModeSchemaBomb, nil, nil)
+	// A few MB of schema to decode: give a loaded machine time.
+	e := hostile(t, mcptest.ModeSchemaBomb, nil, server{"discoveryTimeoutMs": 50000, "connectTimeoutMs": 50000})
 	ctx := ctxT(t, 60*time.Second)
 	err := e.Connect(ctx, "bad")
 	if err == nil || !strings.Contains(err.Error(), "list tools") || !strings.Contains(err.Error(), "depth") {

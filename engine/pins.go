@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/pin"
 )
 
@@ -112,7 +113,10 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 	if !stamp.exists {
 		// Nothing pinned yet; the store is opened (and its directory
 		// made) only when something is written.
-		p = pin.Pins{Server: s.cfg.ID, Tools: map[string]pin.Pin{}, Pending: map[string]pin.Pending{}}
+		p = pin.Pins{Server: s.cfg.ID, Tools: map[string]pin.Pin{}, Pending: map[string]pin.Pending{},
+			// Not seen yet, so not approved: whether quarantine holds it
+			// is recorded on its first sight.
+			Approval: &pin.Approval{}}
 	} else if store, serr := s.e.pinStore(); serr != nil {
 		err = serr
 	} else {
@@ -150,10 +154,26 @@ func (e *Engine) pinState(server string, t Tool) PinState {
 
 // pinState is [Engine.pinState] for the supervisor's server.
 func (s *supervisor) pinState(t Tool) PinState {
+	st, _ := s.pinInput(t)
+	return st
+}
+
+// pinInput returns what the pin store says for a tools decision about
+// t: its pin state (see [Engine.pinState]) and whether its server waits
+// for approval (ToolInput.Quarantined): it was first seen while
+// quarantine applied to it, or has not been seen yet, and nobody has
+// approved it since. Pins fail closed: when they cannot be read or
+// written, the server also counts as waiting for approval.
+func (s *supervisor) pinInput(t Tool) (PinState, bool) {
 	p, failure, err := s.currentPins()
 	if err != nil || failure != "" {
-		return PinState{State: PinChanged, Change: string(pin.SeverityEscalation)}
+		return PinState{State: PinChanged, Change: string(pin.SeverityEscalation)}, true
 	}
+	return s.toolPinState(p, t), !p.ServerApproved()
+}
+
+// toolPinState is the pin state of t in p.
+func (s *supervisor) toolPinState(p pin.Pins, t Tool) PinState {
 	if pend, ok := p.Pending[t.Name]; ok {
 		sev := pend.Change.Severity
 		if sev == "" || sev == pin.SeverityNone {
@@ -223,11 +243,25 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 	for i, t := range m.Tools {
 		metas[i] = s.e.pinMeta(id, t)
 	}
-	res, err := store.Observe(id, metas, nil)
+	// On the server's first sight, the tools policy says whether it is
+	// held until someone approves it (quarantine_new_servers).
+	quarantined := false
+	if stamp, err := s.e.stampOf(id); err != nil {
+		return fail(err)
+	} else if !stamp.exists {
+		quarantined = s.quarantinedOnFirstSight(m.Tools)
+	}
+	res, err := store.ObserveServer(id, metas, nil, quarantined)
 	if err != nil {
 		return fail(err)
 	}
 	var events []Event
+	if res.FirstSight && quarantined {
+		msg := "first seen while new servers are held for review: its tools are listed as pending and cannot be called until someone approves the server (voltmcp approve " + id + ")"
+		events = append(events, Event{Type: EventPinsChanged, Server: id, Message: msg})
+		s.e.record(context.Background(), audit.Record{Kind: audit.KindPinChange, Server: id, Status: "quarantined",
+			Detail: map[string]any{"details": []string{msg}}})
+	}
 	if len(res.Changed) > 0 {
 		p, err := store.Get(id)
 		if err != nil {
@@ -249,6 +283,14 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 				msg += "; its pinned version is shown and calls wait for approval (voltmcp approve " + id + " " + c.Name + ")"
 			}
 			events = append(events, Event{Type: EventPinsChanged, Server: id, Tool: c.Name, Message: msg})
+			if c.New {
+				status := "changed"
+				if holds(c.Change.Severity) {
+					status = "held"
+				}
+				s.e.record(context.Background(), audit.Record{Kind: audit.KindPinChange, Server: id, Tool: c.Name, Status: status,
+					Detail: map[string]any{"severity": string(c.Change.Severity), "details": c.Change.Details}})
+			}
 		}
 		m.Hash = metadataHash(m.Tools)
 	}
@@ -257,6 +299,7 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 	}
 	for _, name := range res.Reverted {
 		events = append(events, Event{Type: EventPinsChanged, Server: id, Tool: name, Message: "back to its pinned version; the pending change is gone"})
+		s.e.record(context.Background(), audit.Record{Kind: audit.KindPinChange, Server: id, Tool: name, Status: "reverted"})
 	}
 	if len(res.Missing) > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("pins: %d pinned tools are no longer listed: %s", len(res.Missing), strings.Join(firstN(res.Missing, 10), ", ")))
@@ -272,6 +315,50 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 	}
 	s.mu.Unlock()
 	return events
+}
+
+// quarantinedOnFirstSight asks the tools policy whether the server, seen
+// for the first time listing tools, must wait for approval: whether
+// quarantine_new_servers holds for it while it is not approved. Each tool
+// is asked (a rule may look at tools), or a stand-in when there is none,
+// so that a server cannot escape by listing nothing at first. A policy
+// that fails to decide holds the server (fail closed). The built-in
+// policy never quarantines. With Options.Decide, the server is held when
+// the hook refuses a tool of the unapproved server that it allows once
+// approved.
+func (s *supervisor) quarantinedOnFirstSight(tools []Tool) bool {
+	e := s.e
+	g := e.guard.Load()
+	if e.opts.Decide == nil && !g.custom && e.opts.Policies == nil {
+		return false
+	}
+	if len(tools) == 0 {
+		tools = []Tool{{Name: "*"}}
+	}
+	for _, t := range tools {
+		risk, why := e.risk(s.cfg.ID, t)
+		in := ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface,
+			Pin: PinState{State: PinNew}, Quarantined: true}
+		if e.opts.Decide != nil {
+			held, open := e.opts.Decide(in), in
+			open.Quarantined = false
+			if !held.Allowed && e.opts.Decide(open).Allowed {
+				return true
+			}
+			continue
+		}
+		pol := g.policies()
+		d := pol.Tools(context.Background(), policyToolInput(in))
+		if d.Quarantined || pol.Err() != nil {
+			return true
+		}
+		for _, r := range d.Reasons {
+			if r.Rule == "error" || r.Rule == "input" || r.Rule == "quarantine_new_servers" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // firstN returns the first n items of list, and "…" when there are more.
@@ -344,6 +431,11 @@ type PinView struct {
 	PinnedAt time.Time `json:"pinnedAt"`
 	// Pending is the change waiting for approval, or nil.
 	Pending *PendingChange `json:"pending,omitempty"`
+	// Quarantined is true when the server itself waits for approval: it
+	// was first seen while the tools policy held new servers
+	// (quarantine_new_servers), and `voltmcp approve SERVER` has not
+	// approved it since.
+	Quarantined bool `json:"quarantined,omitempty"`
 }
 
 // PendingChange is a tool's change since it was pinned.
@@ -408,7 +500,8 @@ func (e *Engine) Pins(ctx context.Context, server string) ([]PinView, error) {
 		sort.Strings(names)
 		for _, name := range names {
 			pn := p.Tools[name]
-			v := PinView{Server: s.cfg.ID, Tool: name, State: PinPinned, Risk: pn.Meta.Risk, Hash: pn.Hash, PinnedAt: pn.PinnedAt}
+			v := PinView{Server: s.cfg.ID, Tool: name, State: PinPinned, Risk: pn.Meta.Risk, Hash: pn.Hash, PinnedAt: pn.PinnedAt,
+				Quarantined: !p.ServerApproved()}
 			if m != nil && !listed[name] {
 				v.State = "missing"
 			}
@@ -425,8 +518,12 @@ func (e *Engine) Pins(ctx context.Context, server string) ([]PinView, error) {
 
 // Approve accepts the pending changes of the named tools of a server, or
 // of all its tools when none is named: each change becomes the tool's
-// pin, and a held tool shows its listed version again. Naming a tool
-// without a pending change is an error, and then nothing is approved.
+// pin, and a held tool shows its listed version again. With no tool
+// named, the server itself is approved too: a server that quarantine
+// held (see quarantine_new_servers in the tools policy) becomes
+// callable, and a server not seen yet will not be held when it is. Naming
+// a tool without a pending change is an error, and then nothing is
+// approved. Each approval is audited.
 func (e *Engine) Approve(ctx context.Context, server string, tools ...string) error {
 	s, err := e.supervisor(server)
 	if err != nil {
@@ -440,17 +537,13 @@ func (e *Engine) Approve(ctx context.Context, server string, tools ...string) er
 		return fmt.Errorf("approve: %w", err)
 	}
 	names := tools
+	serverApproved := false
 	if len(names) == 0 {
-		p, err := store.Get(s.cfg.ID)
-		if err != nil {
-			return fmt.Errorf("approve: %w", err)
-		}
-		for name := range p.Pending {
-			names = append(names, name)
-		}
-		sort.Strings(names)
+		names, serverApproved, err = store.ApproveAll(s.cfg.ID)
+	} else {
+		err = store.Approve(s.cfg.ID, names...)
 	}
-	if err := store.Approve(s.cfg.ID, names...); err != nil {
+	if err != nil {
 		return fmt.Errorf("approve: %w", err)
 	}
 	s.mu.Lock()
@@ -462,11 +555,19 @@ func (e *Engine) Approve(ctx context.Context, server string, tools ...string) er
 		s.pins.approved[name] = true
 	}
 	s.mu.Unlock()
+	if len(names) > 0 || serverApproved {
+		e.record(ctx, audit.Record{Kind: audit.KindApprove, Server: s.cfg.ID, Status: "approved",
+			Detail: map[string]any{"tools": names, "server": serverApproved}})
+	}
 	if _, _, err := s.currentPins(); err != nil { // swaps held tools back in
 		return fmt.Errorf("approve: %w", err)
 	}
 	for _, name := range names {
 		e.bus.publish(Event{Type: EventPinsChanged, Server: s.cfg.ID, Tool: name, Message: "change approved; the listed version is now pinned"})
+	}
+	if serverApproved {
+		e.bus.publish(Event{Type: EventPinsChanged, Server: s.cfg.ID, Message: "server approved; quarantine no longer holds its tools"})
+		e.bus.publish(Event{Type: EventServersChanged, Server: s.cfg.ID})
 	}
 	return nil
 }

@@ -42,7 +42,10 @@ type ToolInput struct {
 	// (matches its pin), "changed" (differs; Change rates how), or
 	// "approved". Empty when pins are not consulted.
 	Pin PinState
-	// Quarantined is true for a server held for review by policy.
+	// Quarantined is true for a server that waits for approval: first
+	// seen while the policy's quarantine_new_servers applied to it, and
+	// not approved since. The policy sees it as server.approved false;
+	// the built-in policy never holds a server for it.
 	Quarantined bool
 }
 
@@ -55,9 +58,10 @@ type PinState struct {
 // defaultDecide is the built-in tools rule, the same as the default
 // voltmcp.tools policy (TestDefaultDecideMatchesRego keeps them equal):
 // includeTools (when not empty) and excludeTools globs decide exposure,
-// exclude winning; an exposed tool is callable unless its server is in
-// quarantine or it changed since it was pinned in a way that needs
-// approval (schema-breaking or escalation). Those are pending.
+// exclude winning; an exposed tool is callable unless it changed since
+// it was pinned in a way that needs approval (schema-breaking or
+// escalation): those are pending. Quarantine of new servers is off in the
+// built-in policy, so Quarantined changes nothing here.
 func defaultDecide(in ToolInput) ToolDecision {
 	name := in.Tool.Name
 	for _, g := range in.Server.ExcludeTools {
@@ -74,15 +78,9 @@ func defaultDecide(in ToolInput) ToolDecision {
 			return ToolDecision{Reasons: []string{"not in includeTools"}}
 		}
 	}
-	var reasons []string
-	if in.Quarantined {
-		reasons = append(reasons, fmt.Sprintf("server %q is quarantined: its tools are listed as pending and cannot be called until it is approved", in.Server.ID))
-	}
 	if in.Pin.State == "changed" && (in.Pin.Change == "schema-breaking" || in.Pin.Change == "escalation") {
-		reasons = append(reasons, fmt.Sprintf("tool %q changed since it was pinned (%s); approve the change before calling it", name, in.Pin.Change))
-	}
-	if len(reasons) > 0 {
-		return ToolDecision{Exposed: true, Pending: true, Reasons: reasons}
+		return ToolDecision{Exposed: true, Pending: true,
+			Reasons: []string{fmt.Sprintf("tool %q changed since it was pinned (%s); approve the change before calling it", name, in.Pin.Change)}}
 	}
 	return ToolDecision{Exposed: true, Allowed: true}
 }

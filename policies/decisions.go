@@ -86,9 +86,61 @@ type ToolInput struct {
 	IncludeTools []string `json:"include_tools"`
 	ExcludeTools []string `json:"exclude_tools"`
 	Pin          Pin      `json:"pin"`
-	// Quarantined is true while the server waits for review.
-	Quarantined bool   `json:"quarantined"`
+	// Quarantined is true while the server waits for a person to approve
+	// it: it was first seen while quarantine applied to it and has not been
+	// approved since (voltmcp approve SERVER). The policy sees it as
+	// server.approved, its negation; whether the server's tools are then
+	// held is the policy's quarantine_new_servers rule. It is false for a
+	// server seen before quarantine applied.
+	Quarantined bool   `json:"-"`
 	Surface     string `json:"surface"`
+}
+
+// toolInputWire is the JSON of a ToolInput: the server gains "approved".
+type toolInputWire struct {
+	toolInputFields
+	Server serverWire `json:"server"`
+}
+
+// toolInputFields is ToolInput without its methods, so that encoding it
+// does not recurse.
+type toolInputFields ToolInput
+
+// serverWire is the server part of the tools input document.
+type serverWire struct {
+	Server
+	// Approved is false for a server that waits for approval.
+	Approved *bool `json:"approved,omitempty"`
+}
+
+// MarshalJSON encodes the input document the tools policy reads, with
+// server.approved set from Quarantined.
+func (in ToolInput) MarshalJSON() ([]byte, error) {
+	approved := !in.Quarantined
+	return json.Marshal(toolInputWire{toolInputFields(in), serverWire{in.Server, &approved}})
+}
+
+// UnmarshalJSON reads a tools input document: server.approved false
+// makes Quarantined true. A document without server.approved reads as
+// approved; one with the "quarantined" field of earlier versions is read
+// as that field says.
+func (in *ToolInput) UnmarshalJSON(b []byte) error {
+	var w struct {
+		toolInputWire
+		Quarantined *bool `json:"quarantined"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*in = ToolInput(w.toolInputFields)
+	in.Server = w.Server.Server
+	switch {
+	case w.Server.Approved != nil:
+		in.Quarantined = !*w.Server.Approved
+	case w.Quarantined != nil:
+		in.Quarantined = *w.Quarantined
+	}
+	return nil
 }
 
 // ToolDecision says whether a tool is exposed in search, describe and
@@ -98,8 +150,13 @@ type ToolDecision struct {
 	Allowed bool `json:"allowed"`
 	// Pending is true when the tool is exposed and would be allowed after
 	// an approval (a changed pin or a quarantined server).
-	Pending bool     `json:"pending"`
-	Reasons []Reason `json:"reasons"`
+	Pending bool `json:"pending"`
+	// Quarantined is true when quarantine of new servers is on for this
+	// input and the server is not approved, whether or not the tool is
+	// exposed. The engine asks for it on a server's first sight to record
+	// whether the server must wait for approval.
+	Quarantined bool     `json:"quarantined"`
+	Reasons     []Reason `json:"reasons"`
 }
 
 // RemoteInput is the input document of the voltmcp.remote decision.
@@ -207,10 +264,11 @@ func (p *Policies) decodeTrust(v any) (TrustDecision, error) {
 
 func (p *Policies) decodeTools(v any) (ToolDecision, error) {
 	var w struct {
-		Exposed bool         `json:"exposed"`
-		Allowed bool         `json:"allowed"`
-		Pending bool         `json:"pending"`
-		Reasons []wireReason `json:"reasons"`
+		Exposed     bool         `json:"exposed"`
+		Allowed     bool         `json:"allowed"`
+		Pending     bool         `json:"pending"`
+		Quarantined bool         `json:"quarantined"`
+		Reasons     []wireReason `json:"reasons"`
 	}
 	if err := decode(v, &w, "exposed", "allowed", "pending", "reasons"); err != nil {
 		return ToolDecision{}, err
@@ -220,7 +278,8 @@ func (p *Policies) decodeTools(v any) (ToolDecision, error) {
 		return ToolDecision{}, err
 	}
 	// A hidden tool is never callable, whatever a policy says.
-	return ToolDecision{Exposed: w.Exposed, Allowed: w.Allowed && w.Exposed, Pending: w.Pending && w.Exposed && !w.Allowed, Reasons: rs}, nil
+	return ToolDecision{Exposed: w.Exposed, Allowed: w.Allowed && w.Exposed, Pending: w.Pending && w.Exposed && !w.Allowed,
+		Quarantined: w.Quarantined, Reasons: rs}, nil
 }
 
 func (p *Policies) decodeRemote(v any) (Decision, error) {

@@ -100,10 +100,22 @@ func writePins(w io.Writer, pins []engine.PinView) error {
 		if risk == "" {
 			risk = "unknown"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Server, p.Tool, p.State, risk, change, p.PinnedAt.Local().Format("2006-01-02 15:04"))
+		state := p.State
+		if p.Quarantined {
+			state += " (quarantined)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Server, p.Tool, state, risk, change, p.PinnedAt.Local().Format("2006-01-02 15:04"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	held := map[string]bool{}
+	for _, p := range pins {
+		if p.Quarantined && !held[p.Server] {
+			held[p.Server] = true
+			fmt.Fprintf(w, "\n%s: quarantined: first seen while new servers are held for review; its tools are listed as pending and cannot be called\n", p.Server)
+			fmt.Fprintf(w, "  approve: voltmcp approve %s\n", p.Server)
+		}
 	}
 	for _, p := range pins {
 		if p.Pending == nil {
@@ -140,6 +152,12 @@ tools when none is named (see 'voltmcp pins' for what changed): each
 change becomes the tool's pin, and a held tool is shown and callable in
 its new version. Naming a tool without a pending change is an error, and
 then nothing is approved. Prints the server's pins afterwards.
+
+With no tool named, SERVER itself is approved too. When a policy turns on
+quarantine_new_servers (see docs/policies.md), a server first seen while
+it applies has its tools listed as pending and not callable until it is
+approved this way; a server approved before it is ever seen is not held.
+Every approval is written to the audit log.
 
 Examples:
   voltmcp pins github

@@ -4,13 +4,22 @@
 # Built-in rules: excludeTools and includeTools globs (Go path.Match
 # semantics) decide exposure and exclude wins; an exposed tool is callable,
 # except that a tool whose pinned definition changed in a schema-breaking
-# way or escalated its risk waits for approval, and a quarantined server's
-# tools stay visible as pending but cannot be called.
+# way or escalated its risk waits for approval, and, when quarantine of new
+# servers is on, the tools of a server that is not approved stay visible as
+# pending but cannot be called.
 #
 # Extension: `deny contains reason` makes a call not allowed (the tool stays
 # visible so the agent learns why); `hide contains reason` also removes it
 # from search and describe; `allow contains reason` (user files only) lifts
 # the pending-approval gate for changed tools. Deny and hide always win.
+#
+# Quarantine: `quarantine_new_servers` is a boolean rule that the built-in
+# bundle leaves undefined, which counts as false. A user or project policy
+# turns it on (`quarantine_new_servers if true`, or with conditions such as
+# `input.server.scope == "project"`). While it is true, a server whose
+# `input.server.approved` is false (first seen while quarantine applied,
+# and not approved since with `voltmcp approve SERVER`) has its tools held.
+# Any value other than true or false is a policy error and denies.
 package voltmcp.tools
 
 import data.voltmcp.lib
@@ -19,6 +28,7 @@ decision := {
 	"exposed": false,
 	"allowed": false,
 	"pending": false,
+	"quarantined": false,
 	"reasons": _input_errors,
 } if {
 	count(_input_errors) > 0
@@ -26,6 +36,7 @@ decision := {
 	"exposed": exposed,
 	"allowed": allowed,
 	"pending": pending,
+	"quarantined": _quarantined,
 	"reasons": reasons,
 }
 
@@ -39,6 +50,18 @@ _input_errors contains {"msg": sprintf("tools input: %s must be a list of string
 	some field in ["include_tools", "exclude_tools"]
 	field in object.keys(input)
 	not _string_list(input[field])
+}
+
+_input_errors contains {"msg": "tools input: server.approved must be a boolean", "rule": "input"} if {
+	a := input.server.approved
+	not is_boolean(a)
+}
+
+# A policy that gives quarantine_new_servers a value other than true or
+# false is a mistake; it denies rather than guess.
+_input_errors contains {"msg": sprintf("tools policy: quarantine_new_servers must be true or false, not %v", [q]), "rule": "quarantine_new_servers"} if {
+	q := data.voltmcp.tools.quarantine_new_servers
+	not is_boolean(q)
 }
 
 _string_list(x) if is_null(x)
@@ -89,9 +112,28 @@ _gates contains {"msg": sprintf("tool %q changed since it was pinned (%s); appro
 	input.pin.change in _approval_changes
 }
 
-_holds contains {"msg": sprintf("server %q is quarantined: its tools are listed as pending and cannot be called until it is approved", [object.get(input, ["server", "id"], "")]), "rule": "quarantine"} if {
-	input.quarantined == true
+# A server is approved unless the input says otherwise: inputs written
+# before server.approved existed (an old audit log replayed) were never
+# held by quarantine.
+_server_approved := object.get(input, ["server", "approved"], true)
+
+# _quarantined: quarantine of new servers is on for this input and the
+# server is not approved. It is part of the decision, so that the engine
+# can record, on a server's first sight, whether quarantine applied to it.
+default _quarantined := false
+
+_quarantined if {
+	q := data.voltmcp.tools.quarantine_new_servers
+	is_boolean(q)
+	q
+	_server_approved == false
 }
+
+_holds contains {"msg": sprintf("server %q is quarantined: it was first seen while new servers are held for review, so its tools are listed as pending and cannot be called until someone approves the server (voltmcp approve %s)", [_server_id, _server_id]), "rule": "quarantine"} if {
+	_quarantined
+}
+
+_server_id := object.get(input, ["server", "id"], "")
 
 default exposed := false
 

@@ -3,16 +3,17 @@ package voltmcp.tools_test
 import data.voltmcp.tools
 
 base := {
-	"server": {"id": "github", "scope": "user", "transport": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github@1.2.3"], "url": ""},
+	"server": {"id": "github", "scope": "user", "transport": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github@1.2.3"], "url": "", "approved": true},
 	"tool": {"name": "create_issue", "title": "Create issue", "annotations": {"readOnlyHint": false, "destructiveHint": false}},
 	"risk": "write",
 	"risk_reason": "readOnlyHint false, destructiveHint false",
 	"include_tools": [],
 	"exclude_tools": [],
 	"pin": {"state": "pinned", "change": ""},
-	"quarantined": false,
 	"surface": "serve",
 }
+
+unapproved := object.union(base, {"server": {"approved": false}})
 
 with_tool(name) := object.union(base, {"tool": {"name": name}})
 
@@ -20,7 +21,7 @@ msgs(d) := [r.msg | some r in d.reasons]
 
 test_no_globs_exposes_and_allows if {
 	d := tools.decision with input as base
-	d == {"exposed": true, "allowed": true, "pending": false, "reasons": []}
+	d == {"exposed": true, "allowed": true, "pending": false, "quarantined": false, "reasons": []}
 }
 
 test_include_glob_matches if {
@@ -112,12 +113,67 @@ test_approved_and_new_are_allowed if {
 	}
 }
 
-test_quarantined_server_is_pending if {
-	d := tools.decision with input as object.union(base, {"quarantined": true})
+test_unapproved_server_is_not_held_by_default if {
+	d := tools.decision with input as unapproved
+	d.allowed == true
+	d.pending == false
+	d.quarantined == false
+}
+
+test_quarantine_holds_unapproved_server if {
+	d := tools.decision with input as unapproved with data.voltmcp.tools.quarantine_new_servers as true
 	d.exposed == true
 	d.allowed == false
 	d.pending == true
+	d.quarantined == true
 	d.reasons[0].rule == "quarantine"
+	contains(d.reasons[0].msg, "voltmcp approve github")
+}
+
+test_quarantine_spares_approved_server if {
+	d := tools.decision with input as base with data.voltmcp.tools.quarantine_new_servers as true
+	d.allowed == true
+	d.quarantined == false
+}
+
+test_quarantine_off_when_false if {
+	d := tools.decision with input as unapproved with data.voltmcp.tools.quarantine_new_servers as false
+	d.allowed == true
+	d.quarantined == false
+}
+
+test_input_without_approval_counts_as_approved if {
+	d := tools.decision with input as object.union(base, {"server": object.remove(base.server, ["approved"])}) with data.voltmcp.tools.quarantine_new_servers as true
+	d.allowed == true
+}
+
+test_quarantine_is_decided_even_for_hidden_tools if {
+	# The engine reads "quarantined" on a server's first sight, whatever
+	# the globs hide.
+	d := tools.decision with input as object.union(unapproved, {"exclude_tools": ["*"]}) with data.voltmcp.tools.quarantine_new_servers as true
+	d.exposed == false
+	d.quarantined == true
+	msgs(d) == ["excluded by excludeTools *"]
+}
+
+test_quarantine_with_deny_keeps_both_reasons if {
+	d := tools.decision with input as unapproved with data.voltmcp.tools.quarantine_new_servers as true with data.voltmcp.tools.deny as {"no"}
+	d.allowed == false
+	d.pending == false
+	count(d.reasons) == 2
+}
+
+test_quarantine_new_servers_must_be_boolean if {
+	d := tools.decision with input as base with data.voltmcp.tools.quarantine_new_servers as "yes"
+	d.allowed == false
+	d.exposed == false
+	[r.rule | some r in d.reasons] == ["quarantine_new_servers"]
+}
+
+test_server_approved_must_be_boolean if {
+	d := tools.decision with input as object.union(base, {"server": {"approved": "yes"}})
+	d.allowed == false
+	msgs(d) == ["tools input: server.approved must be a boolean"]
 }
 
 test_user_allow_lifts_pin_gate_but_not_quarantine if {
@@ -125,8 +181,9 @@ test_user_allow_lifts_pin_gate_but_not_quarantine if {
 	d := tools.decision with input as changed with data.voltmcp.tools.allow as {"internal servers auto-approve"}
 	d.allowed == true
 	msgs(d) == ["internal servers auto-approve"]
-	q := tools.decision with input as object.union(changed, {"quarantined": true}) with data.voltmcp.tools.allow as {"x"}
+	q := tools.decision with input as object.union(changed, {"server": {"approved": false}}) with data.voltmcp.tools.allow as {"x"} with data.voltmcp.tools.quarantine_new_servers as true
 	q.allowed == false
+	q.pending == true
 }
 
 test_user_deny_keeps_tool_visible if {

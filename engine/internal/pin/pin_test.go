@@ -368,3 +368,74 @@ func TestKill9(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreServerApproval(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// First seen while quarantine applies, with no tools at all: the hold
+	// is recorded, so that tools listed later do not escape it.
+	res, err := s.ObserveServer("q", nil, nil, true)
+	if err != nil || !res.FirstSight {
+		t.Fatalf("first sight: %+v, %v", res, err)
+	}
+	if p, _ := s.Get("q"); p.ServerApproved() || p.Approval.By != ByQuarantine {
+		t.Errorf("a quarantined server is approved: %+v", p.Approval)
+	}
+	// Later sights ignore quarantined: only the first sight decides.
+	if res, err := s.ObserveServer("q", []Meta{base()}, nil, false); err != nil || res.FirstSight || len(res.New) != 1 {
+		t.Errorf("second sight: %+v, %v", res, err)
+	}
+	if p, _ := s.Get("q"); p.ServerApproved() {
+		t.Error("a later sight approved the server")
+	}
+	pulled := base()
+	pulled.Description = "Reworded."
+	res, err = s.ObserveServer("q", []Meta{pulled}, nil, false)
+	if err != nil || len(res.Changed) != 1 || !res.Changed[0].New {
+		t.Fatalf("change: %+v, %v", res, err)
+	}
+	if res, _ := s.ObserveServer("q", []Meta{pulled}, nil, false); len(res.Changed) != 1 || res.Changed[0].New {
+		t.Errorf("a change already pending is reported as new: %+v", res)
+	}
+	// Naming tools approves them, not the server.
+	if err := s.Approve("q", "get_weather"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Get("q"); p.ServerApproved() {
+		t.Error("approving a tool approved its server")
+	}
+	tools, srv, err := s.ApproveAll("q")
+	if err != nil || len(tools) != 0 || !srv {
+		t.Errorf("approve all: %v %v %v", tools, srv, err)
+	}
+	if p, _ := s.Get("q"); !p.ServerApproved() || p.Approval.By != ByApprove {
+		t.Errorf("after approve: %+v", p.Approval)
+	}
+	if tools, srv, err := s.ApproveAll("q"); err != nil || len(tools) != 0 || srv {
+		t.Errorf("approving again: %v %v %v", tools, srv, err)
+	}
+
+	// Not quarantined on first sight: approved.
+	if _, err := s.ObserveServer("open", []Meta{base()}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Get("open"); !p.ServerApproved() || p.Approval.By != ByFirstSight {
+		t.Errorf("an unquarantined server: %+v", p.Approval)
+	}
+	// Approved before it is ever seen: quarantine does not hold it.
+	if _, srv, err := s.ApproveAll("early"); err != nil || !srv {
+		t.Fatalf("approve ahead: %v %v", srv, err)
+	}
+	if res, err := s.ObserveServer("early", []Meta{base()}, nil, true); err != nil || res.FirstSight {
+		t.Errorf("first discovery after an approval: %+v, %v", res, err)
+	}
+	if p, _ := s.Get("early"); !p.ServerApproved() {
+		t.Error("a server approved ahead is held")
+	}
+	// Files from before servers had an approval count as approved.
+	if (Pins{}).ServerApproved() != true {
+		t.Error("a pin file without an approval is not approved")
+	}
+}

@@ -48,12 +48,44 @@ type Pins struct {
 	Server  string             `json:"server"`
 	Tools   map[string]Pin     `json:"tools"`
 	Pending map[string]Pending `json:"pending,omitempty"`
+	// Approval is the server's own approval, recorded at its first sight
+	// (see [Store.ObserveServer]) and by [Store.ApproveAll]. It is nil in
+	// files written before servers had one; such a server was seen before
+	// any quarantine could apply to it and counts as approved.
+	Approval *Approval `json:"approval,omitempty"`
 }
+
+// ServerApproved reports whether the server itself is approved: it was
+// not held on its first sight, or someone approved it since.
+func (p Pins) ServerApproved() bool { return p.Approval == nil || p.Approval.Approved }
+
+// Approval is a server's own approval, apart from its tools' pins.
+type Approval struct {
+	// Approved is false for a server first seen while quarantine applied
+	// to it, until someone approves it.
+	Approved bool `json:"approved"`
+	// At is when the server was first seen or, once approved by a person,
+	// when it was approved.
+	At time.Time `json:"at"`
+	// By says how the state came about: "first-sight" (not held when
+	// first seen), "quarantine" (held when first seen) or "approve".
+	By string `json:"by,omitempty"`
+}
+
+// The values of Approval.By.
+const (
+	ByFirstSight = "first-sight"
+	ByQuarantine = "quarantine"
+	ByApprove    = "approve"
+)
 
 // ToolChange is a tool whose metadata differs from its pin.
 type ToolChange struct {
 	Name   string `json:"name"`
 	Change Change `json:"change"`
+	// New is true when this version was first seen by this observation,
+	// false when it was already pending.
+	New bool `json:"new,omitempty"`
 }
 
 // Result is what [Store.Observe] found.
@@ -70,6 +102,9 @@ type Result struct {
 	// stay, so that a tool that comes back is compared with what was
 	// pinned.
 	Missing []string `json:"missing,omitempty"`
+	// FirstSight is true when the server had no pins before: its
+	// approval was recorded now (see [Store.ObserveServer]).
+	FirstSight bool `json:"firstSight,omitempty"`
 }
 
 // Store keeps the pins of every server in a directory, one file a server,
@@ -115,18 +150,30 @@ func (s *Store) Get(server string) (Pins, error) {
 
 // load reads the pins of server.
 func (s *Store) load(server string) (Pins, error) {
+	p, _, err := s.loadFile(server)
+	return p, err
+}
+
+// loadFile reads the pins of server and says whether its file exists.
+func (s *Store) loadFile(server string) (Pins, bool, error) {
 	path, err := s.path(server)
 	if err != nil {
-		return Pins{}, err
+		return Pins{}, false, err
 	}
 	empty := Pins{Format: storeFormat, Server: server, Tools: map[string]Pin{}, Pending: map[string]Pending{}}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return empty, nil
+		return empty, false, nil
 	}
 	if err != nil {
-		return Pins{}, fmt.Errorf("pin store: %w", err)
+		return Pins{}, false, fmt.Errorf("pin store: %w", err)
 	}
+	p, err := decodeFile(f, path, server)
+	return p, err == nil, err
+}
+
+// decodeFile reads and checks the open pin file of server.
+func decodeFile(f *os.File, path, server string) (Pins, error) {
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
@@ -238,20 +285,41 @@ func Hash(m Meta) string {
 // gets a pending change with its rating (see [Rate]) and keeps its pin;
 // one back to its pinned hash loses its pending change. hash computes a
 // tool's hash; nil means [Hash]. The file is written only when something
-// changed. Tools listed twice count once, the first.
+// changed. Tools listed twice count once, the first. A server seen for
+// the first time is recorded as approved, as [Store.ObserveServer] does
+// when quarantine does not apply.
 func (s *Store) Observe(server string, tools []Meta, hash func(Meta) string) (Result, error) {
+	return s.ObserveServer(server, tools, hash, false)
+}
+
+// ObserveServer is [Store.Observe] that also records the server's own
+// approval on its first sight (when it has no pin file yet): approved
+// unless quarantined is true, in which case it waits for
+// [Store.ApproveAll]. Result.FirstSight says that this happened; the file
+// is then written even when no tool is listed, so that a server cannot
+// list nothing at first and escape its quarantine later. On later sights
+// quarantined is ignored: quarantine holds only servers first seen while
+// it applied.
+func (s *Store) ObserveServer(server string, tools []Meta, hash func(Meta) string, quarantined bool) (Result, error) {
 	if hash == nil {
 		hash = Hash
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, err := s.load(server)
+	p, exists, err := s.loadFile(server)
 	if err != nil {
 		return Result{}, err
 	}
 	var res Result
 	now := time.Now().UTC()
 	dirty := false
+	if !exists {
+		a := &Approval{Approved: true, At: now, By: ByFirstSight}
+		if quarantined {
+			a = &Approval{Approved: false, At: now, By: ByQuarantine}
+		}
+		p.Approval, res.FirstSight, dirty = a, true, true
+	}
 	listed := make(map[string]bool, len(tools))
 	for _, m := range tools {
 		if listed[m.Name] {
@@ -282,7 +350,7 @@ func (s *Store) Observe(server string, tools []Meta, hash func(Meta) string) (Re
 				ch = Change{Severity: SeverityCosmetic, Details: []string{"the hash changed but nothing the pin records did"}}
 			}
 			p.Pending[m.Name] = Pending{Meta: m, Hash: h, Change: ch, SeenAt: now}
-			res.Changed = append(res.Changed, ToolChange{Name: m.Name, Change: ch})
+			res.Changed = append(res.Changed, ToolChange{Name: m.Name, Change: ch, New: true})
 			dirty = true
 		}
 	}
@@ -301,22 +369,19 @@ func (s *Store) Observe(server string, tools []Meta, hash func(Meta) string) (Re
 }
 
 // Approve pins the pending changes of the named tools of server; with no
-// names, every pending change of server. Naming a tool without a pending
+// names, every pending change of server, and the server itself is
+// approved (see [Store.ApproveAll]). Naming a tool without a pending
 // change is an error, and then nothing is approved.
 func (s *Store) Approve(server string, tools ...string) error {
+	if len(tools) == 0 {
+		_, _, err := s.ApproveAll(server)
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.load(server)
 	if err != nil {
 		return err
-	}
-	if len(tools) == 0 {
-		for name := range p.Pending {
-			tools = append(tools, name)
-		}
-		if len(tools) == 0 {
-			return nil
-		}
 	}
 	for _, name := range tools {
 		if _, ok := p.Pending[name]; !ok {
@@ -330,4 +395,36 @@ func (s *Store) Approve(server string, tools ...string) error {
 		delete(p.Pending, name)
 	}
 	return s.save(p)
+}
+
+// ApproveAll pins every pending change of server and approves the server
+// itself, in one write. It returns the tools approved, sorted, and
+// whether the server's own approval was recorded now: it was waiting, or
+// it was never seen and is approved ahead of its first sight (quarantine
+// will not hold it). Nothing is written when nothing waited.
+func (s *Store) ApproveAll(server string) (tools []string, serverApproved bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, exists, err := s.loadFile(server)
+	if err != nil {
+		return nil, false, err
+	}
+	now := time.Now().UTC()
+	for name, pend := range p.Pending {
+		p.Tools[name] = Pin{Meta: pend.Meta, Hash: pend.Hash, PinnedAt: now}
+		tools = append(tools, name)
+	}
+	clear(p.Pending)
+	slices.Sort(tools)
+	serverApproved = !p.ServerApproved() || !exists
+	if serverApproved {
+		p.Approval = &Approval{Approved: true, At: now, By: ByApprove}
+	}
+	if len(tools) == 0 && !serverApproved {
+		return nil, false, nil
+	}
+	if err := s.save(p); err != nil {
+		return nil, false, err
+	}
+	return tools, serverApproved, nil
 }

@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/voltmcp/voltmcp/internal/mcptest"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the engine's logger.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestCanarySweep puts canary secrets everywhere a secret reaches
+// voltmcp: the host environment (passed through envAllowlist), config env
+// (${env:NAME} from the host, and a literal), an HTTP header, a URL query
+// string, and tool arguments. It then uses every gateway action and
+// checks that no canary appears in anything voltmcp produces or writes:
+// results (text and Data), errors, status, summaries, events, log lines,
+// and every file under the agent directory (audit log, metadata cache,
+// pins, output sidecars).
+//
+// Tool outputs are the server's data: a server that returns a secret has
+// it shown and kept in the sidecar by design. The tools called here
+// return no canary, so every file must be free of them.
+func TestCanarySweep(t *testing.T) {
+	canaries := map[string]string{
+		"host env":      "canaryHOST7f3a9c2e51",
+		"config ref":    "canaryREF0b8d4e6a27",
+		"config lit":    "canaryLIT95c1f3d7e4",
+		"header":        "canaryHDR2e7a6b9d03",
+		"query":         "canaryQRY4d1c8f5a76",
+		"tool argument": "canaryARG8a3e2d7c19",
+	}
+	host := map[string]string{
+		"CANARY_HOST":   canaries["host env"],
+		"CANARY_REF":    canaries["config ref"],
+		"CANARY_HEADER": canaries["header"],
+	}
+	url := mcptest.ServeHTTPWithHeaderCheck(t, mcptest.ModeBehave, "X-Api-Key", canaries["header"])
+	opts := workspace(t, map[string]server{
+		"local": stdio("behave", server{
+			"envAllowlist": []string{"CANARY_HOST"},
+			"env":          map[string]string{"REF_TOKEN": "${env:CANARY_REF}", "LIT_TOKEN": canaries["config lit"]},
+		}),
+		"remote": {"url": url + "?token=" + canaries["query"], "transport": "streamable-http",
+			"headers": map[string]string{"X-Api-Key": "${env:CANARY_HEADER}"}},
+		// Refuses the header: its failure must not quote the URL's query
+		// or the header.
+		"refused": {"url": url + "?api_key=" + canaries["query"], "transport": "streamable-http", "connectTimeoutMs": 3000,
+			"headers": map[string]string{"X-Api-Key": "wrong-" + canaries["config lit"]}},
+	}, nil)
+	lookup := opts.LookupEnv
+	opts.LookupEnv = func(k string) (string, bool) {
+		if v, ok := host[k]; ok {
+			return v, true
+		}
+		return lookup(k)
+	}
+	var logs lockedBuffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	var seen []string // what voltmcp said, one item each
+	check := func(what string, v any, skip ...string) {
+		t.Helper()
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case error:
+			if x == nil {
+				return
+			}
+			s = x.Error()
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			s = string(b)
+		}
+		seen = append(seen, what)
+		for name, c := range canaries {
+			if strings.Contains(s, c) && !slices.Contains(skip, name) {
+				t.Errorf("the %s canary is in %s: %.400s", name, what, s)
+			}
+		}
+	}
+	checkResult := func(what string, r GatewayResult, skip ...string) {
+		t.Helper()
+		check(what+" text", r.Text, skip...)
+		check(what+" data", r.Data, skip...)
+	}
+
+	e := start(t, opts)
+	events, cancel := e.Subscribe(4096)
+	defer cancel()
+	ctx := ctxT(t, 60*time.Second)
+	for _, id := range []string{"local", "remote"} {
+		err := e.Connect(ctx, id)
+		if err != nil {
+			t.Errorf("connect %s: %v", id, err) // the header and query reach the server
+		}
+		check("connect "+id, err)
+	}
+	err := e.Connect(ctx, "refused")
+	if err == nil {
+		t.Error("a server given the wrong header connected")
+	}
+	check("connect refused", err)
+	// The secrets do reach the server they are meant for. What a server
+	// prints is its own output, shown to the caller and not checked here.
+	r := gw(t, e, GatewayInput{Action: "call", Server: "local", Tool: "env"})
+	for _, name := range []string{"host env", "config ref", "config lit"} {
+		if !strings.Contains(r.Text, canaries[name]) {
+			t.Errorf("the %s canary did not reach the server: %.300s", name, r.Text)
+		}
+	}
+
+	arg := canaries["tool argument"]
+	// A call with the canary in an argument the tool does not echo: the
+	// env tool of the in-process HTTP server prints this test's own
+	// environment, which holds no canary (the host env above is only what
+	// the engine looks up).
+	r = gw(t, e, GatewayInput{Action: "call", Server: "remote", Tool: "env", Arguments: map[string]any{"token": arg}})
+	if r.IsError {
+		t.Errorf("env call: %s", r.Text)
+	}
+	checkResult("call with a secret argument", r)
+	// An output over the inline cap goes to the sidecar.
+	r = gw(t, e, GatewayInput{Action: "call", Server: "local", Tool: "big", Arguments: map[string]any{"bytes": 200_000}})
+	if out, ok := r.Data.(CallResult); !ok || out.Cache == nil {
+		t.Errorf("big output without a sidecar: %.200s", r.Text)
+	}
+	checkResult("big call", r)
+	for _, id := range []string{"local", "remote"} {
+		// Calls that fail: in the tool, for an argument the tool does not
+		// take, and for an unknown tool.
+		checkResult(id+" failing call", gw(t, e, GatewayInput{Action: "call", Server: id, Tool: "fail",
+			Arguments: map[string]any{"password": arg}}))
+		checkResult(id+" extra argument", gw(t, e, GatewayInput{Action: "call", Server: id, Tool: "echo",
+			Arguments: map[string]any{"text": "plain words", "token": arg}}))
+		checkResult(id+" unknown tool", gw(t, e, GatewayInput{Action: "call", Server: id, Tool: "nope",
+			Arguments: map[string]any{"token": arg}}))
+		// The server's own error quotes the argument of the wrong type
+		// back to the caller who sent it: that is the server's output, and
+		// only the argument's own canary may be in it.
+		r := gw(t, e, GatewayInput{Action: "call", Server: id, Tool: "add", Arguments: map[string]any{"a": arg, "b": 1}})
+		if out, ok := r.Data.(CallResult); !ok || out.Status != "failed" {
+			t.Errorf("%s: a call with a bad argument did not reach the server: %.200s", id, r.Text)
+		}
+		checkResult(id+" bad argument", r, "tool argument")
+		checkResult(id+" describe", gw(t, e, GatewayInput{Action: "describe", Server: id, Tool: "echo"}))
+		checkResult(id+" read resource", gw(t, e, GatewayInput{Action: "read_resource", Server: id, ResourceURI: "mcptest://readme"}))
+		sum, err := e.Server(id)
+		check(id+" summary", sum)
+		check(id+" summary error", err)
+	}
+	checkResult("call to a refused server", gw(t, e, GatewayInput{Action: "call", Server: "refused", Tool: "echo",
+		Arguments: map[string]any{"text": "x", "token": arg}}))
+	checkResult("status", gw(t, e, GatewayInput{Action: "status"}))
+	checkResult("list_servers", gw(t, e, GatewayInput{Action: "list_servers"}))
+	checkResult("search", gw(t, e, GatewayInput{Action: "search", Query: "echo text"}))
+	// A search echoes its query back to the caller who sent it; only the
+	// files and logs below must not keep it.
+	checkResult("search for a secret", gw(t, e, GatewayInput{Action: "search", Query: arg}), "tool argument")
+	check("servers", e.Servers())
+	check("diagnostics", e.Diagnostics())
+	var pins []PinView
+	pins, err = e.Pins(ctx, "")
+	check("pins", pins)
+	check("pins error", err)
+	check("refresh error", e.Refresh(ctx, "remote"))
+	check("approve error", e.Approve(ctx, "local"))
+
+	e.Close()
+	cancel()
+	n := 0
+	for ev := range events {
+		check("event "+string(ev.Type), ev)
+		n++
+	}
+	if n == 0 {
+		t.Error("no events")
+	}
+	check("log", logs.String())
+
+	// Every file voltmcp wrote under the agent directory.
+	agent := filepath.Join(opts.Home, ".volt", "agent")
+	var files []string
+	err = filepath.WalkDir(agent, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(agent, path)
+		files = append(files, filepath.ToSlash(rel))
+		check("file "+rel, string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"audit/", "mcp/pins/", "mcp/cache/", "mcp/outputs/"} {
+		found := false
+		for _, f := range files {
+			found = found || strings.HasPrefix(f, want)
+		}
+		if !found {
+			t.Errorf("no file under %s in the agent directory: %v", want, files)
+		}
+	}
+	t.Logf("%d items checked, %d files", len(seen), len(files))
+}

@@ -149,6 +149,24 @@ func TestCallTimeout(t *testing.T) {
 	}
 }
 
+func TestRequestTimeoutFromEnvironment(t *testing.T) {
+	// callTimeoutMs is 10 minutes; VOLTMCP_REQUEST_TIMEOUT, an operator's
+	// brake, lowers it.
+	opts := workspace(t, map[string]server{"h": stdio("hang-call", server{"callTimeoutMs": 600000})}, nil)
+	lookup := opts.LookupEnv
+	opts.LookupEnv = func(k string) (string, bool) {
+		if k == "VOLTMCP_REQUEST_TIMEOUT" {
+			return "300ms", true
+		}
+		return lookup(k)
+	}
+	e := start(t, opts)
+	_, err := e.CallTool(ctxT(t, 10*time.Second), "h", "hang", map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
+		t.Fatalf("hang call: %v", err)
+	}
+}
+
 func TestCallCancellation(t *testing.T) {
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/bound"
 )
 
 // Discovery bounds: a server that pages forever is cut off.
@@ -675,14 +676,20 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	if s.stale() {
 		s.refreshAsync("metadata older than metadataRefreshMs")
 	}
-	cctx, cancel := context.WithTimeout(ctx, ms(s.cfg.CallTimeoutMs))
+	// callTimeoutMs, or VOLTMCP_REQUEST_TIMEOUT when an operator set it
+	// lower.
+	timeout := ms(s.cfg.CallTimeoutMs)
+	if env, _ := bound.FromEnv(s.e.lookup); env.RequestTimeout > 0 && env.RequestTimeout < timeout {
+		timeout = env.RequestTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
 	params.SetProgressToken(callID)
 	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			err = fmt.Errorf("call %s timed out after %s", tool, ms(s.cfg.CallTimeoutMs))
+			err = fmt.Errorf("call %s timed out after %s", tool, timeout)
 		}
 		return nil, s.scrub.err(err)
 	}

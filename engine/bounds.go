@@ -243,38 +243,39 @@ func exact(s string, maxBytes int) bool {
 func (b *bounder) resources(in []Resource) []Resource {
 	var out []Resource
 	for _, x := range in {
-		if !exact(x.URI, maxURIBytes) {
-			b.drop("resource", x.URI, "invalid URI: empty, over 4096 bytes, or with control or invisible characters")
-			continue
+		if b.uriEntry("resource", "URI", x.URI, &x.Name, &x.Title, &x.Description, &x.MIMEType) {
+			out = append(out, x)
 		}
-		var r bound.Report
-		x.Name = b.text(x.Name, b.l.MaxTitleChars, &r)
-		x.Title = b.text(x.Title, b.l.MaxTitleChars, &r)
-		x.Description = b.text(x.Description, b.l.MaxDescriptionChars, &r)
-		x.MIMEType = b.text(x.MIMEType, maxMIMEChars, &r)
-		b.clean("resource", x.URI, r)
-		out = append(out, x)
 	}
 	return capBy(out, b.l.MaxTools, func(x Resource) string { return x.URI }, func(x Resource) {
 		b.drop("resource", x.URI, fmt.Sprintf("over the limit of %d resources; the first %d by URI are kept", b.l.MaxTools, b.l.MaxTools))
 	})
 }
 
+// uriEntry checks the URI of a resource or template (what names it, so
+// it is dropped, never rewritten, when unclean) and cleans and clips its
+// texts in place. It reports whether the entry stays.
+func (b *bounder) uriEntry(kind, what, uri string, name, title, desc, mime *string) bool {
+	if !exact(uri, maxURIBytes) {
+		b.drop(kind, uri, "invalid "+what+": empty, over 4096 bytes, or with control or invisible characters")
+		return false
+	}
+	var r bound.Report
+	*name = b.text(*name, b.l.MaxTitleChars, &r)
+	*title = b.text(*title, b.l.MaxTitleChars, &r)
+	*desc = b.text(*desc, b.l.MaxDescriptionChars, &r)
+	*mime = b.text(*mime, maxMIMEChars, &r)
+	b.clean(kind, uri, r)
+	return true
+}
+
 // templates bounds a server's resource templates like resources.
 func (b *bounder) templates(in []ResourceTemplate) []ResourceTemplate {
 	var out []ResourceTemplate
 	for _, x := range in {
-		if !exact(x.URITemplate, maxURIBytes) {
-			b.drop("resource template", x.URITemplate, "invalid URI template: empty, over 4096 bytes, or with control or invisible characters")
-			continue
+		if b.uriEntry("resource template", "URI template", x.URITemplate, &x.Name, &x.Title, &x.Description, &x.MIMEType) {
+			out = append(out, x)
 		}
-		var r bound.Report
-		x.Name = b.text(x.Name, b.l.MaxTitleChars, &r)
-		x.Title = b.text(x.Title, b.l.MaxTitleChars, &r)
-		x.Description = b.text(x.Description, b.l.MaxDescriptionChars, &r)
-		x.MIMEType = b.text(x.MIMEType, maxMIMEChars, &r)
-		b.clean("resource template", x.URITemplate, r)
-		out = append(out, x)
 	}
 	return capBy(out, b.l.MaxTools, func(x ResourceTemplate) string { return x.URITemplate }, func(x ResourceTemplate) {
 		b.drop("resource template", x.URITemplate, fmt.Sprintf("over the limit of %d resource templates; the first %d by URI template are kept", b.l.MaxTools, b.l.MaxTools))

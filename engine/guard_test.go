@@ -177,14 +177,26 @@ func TestOutputIsCleanedAndShaped(t *testing.T) {
 	// A JSON array over the inline cap is summarized by the built-in
 	// shaper, not cut mid-item; the whole of it goes to the sidecar.
 	var items []string
-	for i := range 4000 {
+	for i := range 1800 {
 		items = append(items, fmt.Sprintf(`{"id":%d,"name":"item number %d"}`, i, i))
 	}
 	big := "[" + strings.Join(items, ",") + "]"
 	r = gw(t, e, GatewayInput{Action: "call", Server: "tools", Tool: "echo", Arguments: map[string]any{"text": big}})
 	out = r.Data.(CallResult)
-	if out.Truncation == nil || out.Cache == nil || !strings.Contains(out.Content, "JSON array of 4000 items") || len(out.Content) > 51200 {
+	if out.Truncation == nil || out.Cache == nil || len(out.Content) > 51200 {
 		t.Fatalf("large array: truncation %+v cache %+v notes %v content %.200q", out.Truncation, out.Cache, out.Notes, out.Content)
+	}
+	// The built-in shaper summarizes the array. On a machine too loaded
+	// for it to finish within its deadline (the race detector slows the
+	// host), it is skipped and says so, and the native cap still holds:
+	// either is correct, nothing else is.
+	notes := strings.Join(out.Notes, "; ")
+	switch {
+	case strings.Contains(out.Content, "JSON array of 1800 items"):
+	case strings.Contains(notes, "skipped shaper builtin") && strings.Contains(notes, "deadline"):
+		t.Logf("the built-in shaper missed its deadline here: %s", notes)
+	default:
+		t.Fatalf("large array neither summarized nor reported as skipped: notes %v content %.200q", out.Notes, out.Content)
 	}
 	rc := gw(t, e, GatewayInput{Action: "read_cache", CacheID: out.Cache.ID, Limit: 100})
 	if rc.IsError || !strings.HasPrefix(rc.Data.(map[string]any)["content"].(string), `[{"id":0`) {

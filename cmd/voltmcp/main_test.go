@@ -31,7 +31,7 @@ func (r cliResult) String() string {
 // an empty temporary directory, so no test ever reads the real one.
 func fakeEnv(t *testing.T, vars map[string]string) func(string) string {
 	t.Helper()
-	env := map[string]string{"HOME": t.TempDir()}
+	env := map[string]string{"HOME": t.TempDir(), "XDG_CACHE_HOME": testCacheDir}
 	for k, v := range vars {
 		env[k] = v
 	}

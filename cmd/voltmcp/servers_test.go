@@ -13,8 +13,20 @@ import (
 func TestMain(m *testing.M) {
 	mcptest.RunIfChild()
 	runIfCLIChild()
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "voltmcp-cli-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	testCacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// testCacheDir is the XDG_CACHE_HOME that fakeEnv gives every command, so
+// the built-in plugin compiles once per test run, not once per command.
+// Set by TestMain.
+var testCacheDir string
 
 // serverProject writes a project whose one server is the mcptest server
 // in mode behave.

@@ -142,8 +142,12 @@ func printUsage(w io.Writer) {
 	var b strings.Builder
 	cmds := commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	width := 0
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fs := pflag.NewFlagSet("voltmcp", pflag.ContinueOnError)
 	new(globals).register(fs)

@@ -70,25 +70,7 @@ func limits(srv cue.Server, lookup func(string) (string, bool)) (bound.Limits, [
 		MaxMessageBytes:     srv.Limits.MaxMessageBytes,
 	})
 	env, errs := bound.FromEnv(lookup)
-	lower := func(dst *int, v int) {
-		if v > 0 && v < *dst {
-			*dst = v
-		}
-	}
-	lower64 := func(dst *int64, v int64) {
-		if v > 0 && v < *dst {
-			*dst = v
-		}
-	}
-	lower(&l.MaxTools, env.MaxTools)
-	lower(&l.MaxDescriptionChars, env.MaxDescriptionChars)
-	lower(&l.MaxSchemaBytes, env.MaxSchemaBytes)
-	lower(&l.MaxSchemaDepth, env.MaxSchemaDepth)
-	lower64(&l.MaxResultBytes, env.MaxResultBytes)
-	lower64(&l.MaxMessageBytes, env.MaxMessageBytes)
-	if env.RequestTimeout > 0 && env.RequestTimeout < l.RequestTimeout {
-		l.RequestTimeout = env.RequestTimeout
-	}
+	l = l.Lower(env)
 	var notes []string
 	for _, err := range errs {
 		notes = append(notes, "limits: ignored "+err.Error())

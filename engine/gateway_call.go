@@ -88,7 +88,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 		text = string(b)
 	}
 	var resultNote string
-	if l, _ := limits(s.cfg, e.lookup); l.MaxResultBytes > 0 && int64(len(text)) > l.MaxResultBytes {
+	if l := s.lim; l.MaxResultBytes > 0 && int64(len(text)) > l.MaxResultBytes {
 		resultNote = fmt.Sprintf("the result was %d bytes; only the first %d (limits.maxResultBytes) were kept", len(text), l.MaxResultBytes)
 		text = text[:cutPoint(text, int(l.MaxResultBytes))]
 	}

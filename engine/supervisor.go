@@ -59,12 +59,26 @@ type supervisor struct {
 	scrub           scrubber
 	oauth           oauthState // for auth type oauth (oauth.go)
 	pins            pinCache   // what is known of the server's pins (pins.go)
+
+	// lim are the server's bounds and limNotes what was wrong with the
+	// environment's; callTimeout is callTimeoutMs, or
+	// VOLTMCP_REQUEST_TIMEOUT when an operator set it lower.
+	lim         bound.Limits
+	limNotes    []string
+	callTimeout time.Duration
 }
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{e: e, cfg: cfg, ctx: ctx, cancel: cancel, stderr: newRing(stderrKeep),
 		log: e.log.With("server", cfg.ID), status: StatusCold}
+	// The config and the environment are fixed for a supervisor's life
+	// (a reload makes a new one): its limits are worked out once.
+	s.lim, s.limNotes = limits(cfg, e.lookup)
+	s.callTimeout = ms(cfg.CallTimeoutMs)
+	if env, _ := bound.FromEnv(e.lookup); env.RequestTimeout > 0 && env.RequestTimeout < s.callTimeout {
+		s.callTimeout = env.RequestTimeout
+	}
 	if !cfg.Enabled {
 		s.status = StatusDisabled
 	}
@@ -312,9 +326,8 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, _ := limits(s.cfg, s.e.lookup)
 	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
-		grace: s.e.grace, maxLine: messageCap(l)}, nil
+		grace: s.e.grace, maxLine: messageCap(s.lim)}, nil
 }
 
 // discover lists the server's tools, resources, resource templates and
@@ -351,7 +364,7 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error 
 // list lists the server's metadata and bounds it (see bounder): nothing
 // of it is kept unbounded, not even between pages.
 func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata, error) {
-	l, limitNotes := limits(s.cfg, s.e.lookup)
+	l, limitNotes := s.lim, s.limNotes
 	b := newBounder(s.cfg.ID, l)
 	init := cs.InitializeResult()
 	m := &Metadata{Format: cacheFormat, Server: s.cfg.ID, ConfigHash: configHash(s.cfg), FetchedAt: time.Now().UTC(), Tools: []Tool{}}
@@ -676,12 +689,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	if s.stale() {
 		s.refreshAsync("metadata older than metadataRefreshMs")
 	}
-	// callTimeoutMs, or VOLTMCP_REQUEST_TIMEOUT when an operator set it
-	// lower.
-	timeout := ms(s.cfg.CallTimeoutMs)
-	if env, _ := bound.FromEnv(s.e.lookup); env.RequestTimeout > 0 && env.RequestTimeout < timeout {
-		timeout = env.RequestTimeout
-	}
+	timeout := s.callTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}

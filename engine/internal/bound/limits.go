@@ -136,6 +136,34 @@ func (l Limits) Merge(override Limits) Limits {
 	return l
 }
 
+// Lower returns l with each field of o that is positive and lower put in
+// its place: a bound another source may only tighten, never loosen.
+func (l Limits) Lower(o Limits) Limits {
+	lower := func(dst *int, v int) {
+		if v > 0 && v < *dst {
+			*dst = v
+		}
+	}
+	lower64 := func(dst *int64, v int64) {
+		if v > 0 && v < *dst {
+			*dst = v
+		}
+	}
+	lower(&l.MaxTools, o.MaxTools)
+	lower(&l.MaxNameLen, o.MaxNameLen)
+	lower(&l.MaxDescriptionChars, o.MaxDescriptionChars)
+	lower(&l.MaxTitleChars, o.MaxTitleChars)
+	lower(&l.MaxSchemaBytes, o.MaxSchemaBytes)
+	lower(&l.MaxSchemaDepth, o.MaxSchemaDepth)
+	lower(&l.MaxEnumValues, o.MaxEnumValues)
+	lower64(&l.MaxResultBytes, o.MaxResultBytes)
+	lower64(&l.MaxMessageBytes, o.MaxMessageBytes)
+	if o.RequestTimeout > 0 && o.RequestTimeout < l.RequestTimeout {
+		l.RequestTimeout = o.RequestTimeout
+	}
+	return l
+}
+
 // norm returns l with its zero fields filled from the defaults and
 // MaxNameLen capped at 64.
 func (l Limits) norm() Limits {

@@ -394,11 +394,12 @@ func (e *Engine) decide(in ToolInput) ToolDecision {
 }
 
 // findTool looks a tool up in a server's metadata, listing the server
-// first when nothing is cached. The error result names the closest tools.
-func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refresh bool) (Tool, *Metadata, *GatewayResult) {
+// first when nothing is cached, and returns it with what decisions about
+// it are made from. The error result names the closest tools.
+func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refresh bool) (Tool, ToolInput, *GatewayResult) {
 	if strings.TrimSpace(name) == "" {
 		r := gwError("missing tool: find one with {\"action\":\"search\",\"query\":...}")
-		return Tool{}, nil, &r
+		return Tool{}, ToolInput{}, &r
 	}
 	var m *Metadata
 	var err error
@@ -409,20 +410,21 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 	}
 	if err != nil {
 		r := gwError("server %s: %v", s.cfg.ID, err)
-		return Tool{}, nil, &r
+		return Tool{}, ToolInput{}, &r
 	}
 	if m == nil {
 		r := gwError("server %s has not been listed yet: connect it first ({\"action\":\"connect\",\"server\":%q})", s.cfg.ID, s.cfg.ID)
-		return Tool{}, nil, &r
+		return Tool{}, ToolInput{}, &r
 	}
 	var names []string
 	for _, t := range m.Tools {
 		if t.Name == name {
-			if d := e.decide(e.toolInput(s, t)); !d.Exposed {
+			ti := e.toolInput(s, t)
+			if d := e.decide(ti); !d.Exposed {
 				r := gwError("tool %s of server %s is not available: %s", name, s.cfg.ID, strings.Join(d.Reasons, "; "))
-				return Tool{}, nil, &r
+				return Tool{}, ToolInput{}, &r
 			}
-			return t, m, nil
+			return t, ti, nil
 		}
 		names = append(names, t.Name)
 	}
@@ -431,7 +433,7 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 		msg += "; closest: " + strings.Join(near, ", ")
 	}
 	r := gwError("%s", msg)
-	return Tool{}, nil, &r
+	return Tool{}, ToolInput{}, &r
 }
 
 // closestN returns up to n names close to s, nearest first.

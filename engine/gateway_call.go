@@ -54,11 +54,10 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	}
 	// A call may list a server never listed before: the call path
 	// refreshes missing or stale metadata.
-	t, _, bad := e.findTool(ctx, s, in.Tool, true)
+	t, ti, bad := e.findTool(ctx, s, in.Tool, true)
 	if bad != nil {
 		return *bad
 	}
-	ti := e.toolInput(s, t)
 	d := e.decide(ti)
 	rawArgs, _ := json.Marshal(args)
 	rec := callRecord(ti, d, rawArgs)

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +36,27 @@ type lineTransport struct {
 	// max bounds the bytes buffered for one inbound message; zero means
 	// defaultMaxMessage, negative means no bound.
 	max int
+	// tap, when set, sees each inbound message before the SDK does and
+	// may answer it itself (see fastServe).
+	tap lineTap
+	// client marks the engine's end of an upstream connection: besides
+	// the SDK's client, the engine makes calls of its own on it
+	// (roundTrip), and it keeps the per-request _meta the SDK sends under
+	// protocol 2026-07-28 so that those calls can carry the same.
+	client bool
+}
+
+// A lineTap sees a connection's inbound messages on its reader's
+// goroutine, before they reach the SDK.
+type lineTap interface {
+	// inbound reports whether it consumed msg; a consumed message never
+	// reaches the SDK. It must not block.
+	inbound(c *lineConn, msg jsonrpc.Message) bool
+	// outbound sees each message the SDK writes.
+	outbound(msg jsonrpc.Message)
+	// drain waits, before the connection closes, for the answers the
+	// tap is still writing.
+	drain()
 }
 
 // Connect starts the connection's reader.
@@ -41,7 +65,11 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if max == 0 {
 		max = defaultMaxMessage
 	}
-	c := &lineConn{r: t.r, w: t.w, incoming: make(chan lineMsg), closed: make(chan struct{})}
+	c := &lineConn{r: t.r, w: t.w, tap: t.tap, incoming: make(chan lineMsg), closed: make(chan struct{}),
+		readDone: make(chan struct{})}
+	if t.client {
+		c.pending = map[string]chan *jsonrpc.Response{}
+	}
 	go c.readLoop(max)
 	return c, nil
 }
@@ -65,6 +93,22 @@ type lineConn struct {
 	buf       []byte // the write buffer, reused under writeMu
 	closeOnce sync.Once
 	closeErr  error
+
+	tap lineTap
+
+	// readDone closes when the reader stops, after readErr is set.
+	readDone chan struct{}
+	readErr  error
+
+	// The engine's own calls (client connections only): pending maps
+	// the id of each call in flight to where its response goes; it is
+	// nil on a connection that makes none.
+	pendMu  sync.Mutex
+	pending map[string]chan *jsonrpc.Response
+	nextID  atomic.Uint64
+	// reqMeta is the per-request _meta (protocol version, client info
+	// and capabilities) the SDK's client sent, once it sent one.
+	reqMeta atomic.Pointer[map[string]json.RawMessage]
 }
 
 // errMessageTooLarge means one inbound message exceeded the connection's
@@ -79,6 +123,8 @@ var errBatch = errors.New("JSON-RPC batches are not supported (MCP removed them 
 // Read waiting for input even when the underlying reader does not
 // unblock on close.
 func (c *lineConn) readLoop(max int) {
+	c.readErr = io.EOF
+	defer close(c.readDone)
 	var lim *frameLimit
 	var src io.Reader = c.r
 	if max > 0 {
@@ -90,6 +136,14 @@ func (c *lineConn) readLoop(max int) {
 		msg, err := decodeMessage(dec)
 		if errors.Is(err, io.ErrUnexpectedEOF) && lim != nil && lim.hit {
 			err = errMessageTooLarge
+		}
+		if err != nil {
+			c.readErr = err
+		} else if c.consume(msg) {
+			if lim != nil {
+				lim.reset(dec.Buffered())
+			}
+			continue
 		}
 		select {
 		case c.incoming <- lineMsg{msg, err}:
@@ -172,14 +226,27 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return ctx.Err()
 	default:
 	}
+	if c.tap != nil {
+		c.tap.outbound(msg)
+	}
+	if c.pending != nil && c.reqMeta.Load() == nil {
+		if r, ok := msg.(*jsonrpc.Request); ok {
+			c.keepMeta(r.Params)
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("marshaling message: %w", err)
 	}
+	return c.writeLine(data)
+}
+
+// writeLine writes one encoded message and its newline in one write.
+func (c *lineConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.buf = append(append(c.buf[:0], data...), '\n')
-	_, err = c.w.Write(c.buf)
+	_, err := c.w.Write(c.buf)
 	if cap(c.buf) > 64<<10 {
 		c.buf = nil // do not keep a large result's buffer
 	}
@@ -189,6 +256,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Close closes both directions; it is safe to call more than once.
 func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
+		if c.tap != nil {
+			c.tap.drain()
+		}
 		close(c.closed)
 		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 	})
@@ -230,4 +300,132 @@ func (f *frameLimit) reset(buffered io.Reader) {
 		rest = b.Len()
 	}
 	f.got = rest
+}
+
+// ownIDPrefix starts the id of each call the engine makes itself on a
+// client connection. The SDK's client numbers its calls, so a string id
+// with this prefix is never one of the SDK's.
+const ownIDPrefix = "voltmcp-"
+
+// consume routes a decoded message that is not the SDK's: the response
+// to one of the engine's own calls, or a message the tap answers. It
+// reports whether msg was consumed.
+func (c *lineConn) consume(msg jsonrpc.Message) bool {
+	if c.pending != nil {
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, ownIDPrefix) {
+				c.pendMu.Lock()
+				ch := c.pending[id]
+				delete(c.pending, id)
+				c.pendMu.Unlock()
+				if ch != nil {
+					ch <- r // buffered: never blocks
+				}
+				// A response nobody waits for answers a call given up
+				// on: it is dropped.
+				return true
+			}
+		}
+	}
+	return c.tap != nil && c.tap.inbound(c, msg)
+}
+
+// errConnClosed means the connection ended while a call waited.
+var errConnClosed = errors.New("connection closed")
+
+// roundTrip makes a call of the engine's own on a client connection:
+// it writes the request, with params already encoded, and waits for its
+// response. When ctx ends first, the peer is told the call is cancelled,
+// as the SDK's client does, and ctx's error is returned. A JSON-RPC
+// error response is returned as a *jsonrpc.Error.
+func (c *lineConn) roundTrip(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if c.pending == nil {
+		return nil, errors.New("round trip on a connection that is not a client's")
+	}
+	id := ownIDPrefix + strconv.FormatUint(c.nextID.Add(1), 10)
+	req := make([]byte, 0, len(params)+len(method)+64)
+	req = append(req, `{"jsonrpc":"2.0","id":"`...)
+	req = append(req, id...)
+	req = append(req, `","method":"`...)
+	req = append(req, method...) // a method name of the spec's: no character to escape
+	req = append(req, `","params":`...)
+	req = append(req, params...)
+	req = append(req, '}')
+	ch := make(chan *jsonrpc.Response, 1)
+	c.pendMu.Lock()
+	c.pending[id] = ch
+	c.pendMu.Unlock()
+	forget := func() {
+		c.pendMu.Lock()
+		delete(c.pending, id)
+		c.pendMu.Unlock()
+	}
+	if err := c.writeLine(req); err != nil {
+		forget()
+		return nil, fmt.Errorf("writing %s: %w", method, err)
+	}
+	select {
+	case r := <-ch:
+		return responseResult(r)
+	case <-ctx.Done():
+		forget()
+		c.cancelCall(id, ctx.Err())
+		return nil, ctx.Err()
+	case <-c.readDone:
+		forget()
+		select {
+		case r := <-ch: // answered just before the reader stopped
+			return responseResult(r)
+		default:
+		}
+		return nil, fmt.Errorf("%w: %w", errConnClosed, c.readErr)
+	case <-c.closed:
+		forget()
+		return nil, errConnClosed
+	}
+}
+
+func responseResult(r *jsonrpc.Response) (json.RawMessage, error) {
+	if r.Error != nil {
+		return nil, r.Error
+	}
+	return r.Result, nil
+}
+
+// cancelCall tells the peer that the engine gave up on call id.
+func (c *lineConn) cancelCall(id string, why error) {
+	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": id, "reason": why.Error()}})
+	_ = c.writeLine(note)
+}
+
+// keepMeta keeps the per-request _meta of an outbound request of the
+// SDK's client when it carries a protocol version (protocol 2026-07-28
+// and later), for the engine's own calls to send as well.
+func (c *lineConn) keepMeta(params json.RawMessage) {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Meta[mcp.MetaKeyProtocolVersion] == nil {
+		return
+	}
+	keep := map[string]json.RawMessage{}
+	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
+		if v, ok := p.Meta[k]; ok {
+			keep[k] = v
+		}
+	}
+	c.reqMeta.Store(&keep)
+}
+
+// requestMeta is the _meta the SDK's client sends with each request, or
+// nil if it has sent none.
+func (c *lineConn) requestMeta() map[string]json.RawMessage {
+	if m := c.reqMeta.Load(); m != nil {
+		return *m
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func TestPinsFailClosed(t *testing.T) {
 
 func TestApproveFromAnotherEngine(t *testing.T) {
 	// One engine serves; another (as `voltmcp approve` would) approves. The
-	// serving one sees the approval without a refresh.
+	// serving one sees the approval without a refresh, within pinRecheck.
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeRugPullDestructive)
 	opts := workspace(t, map[string]server{"bad": {"url": url}}, nil)
 	e := start(t, opts)
@@ -66,9 +66,15 @@ func TestApproveFromAnotherEngine(t *testing.T) {
 	if err := other.Approve(ctx, "bad"); err != nil {
 		t.Fatal(err)
 	}
+	// The serving engine looks at the pin file again within pinRecheck.
+	approvedAt := time.Now()
 	shown := toolNamed(t, e, "bad", mcptest.RugPullTool)
-	if st := e.pinState("bad", shown); st.State != PinPinned {
-		t.Errorf("after approval elsewhere: %+v", st)
+	for st := e.pinState("bad", shown); st.State != PinPinned; st = e.pinState("bad", shown) {
+		if time.Since(approvedAt) > pinRecheck+time.Second {
+			t.Fatalf("%s after approval elsewhere: %+v", time.Since(approvedAt), st)
+		}
+		time.Sleep(50 * time.Millisecond)
+		shown = toolNamed(t, e, "bad", mcptest.RugPullTool)
 	}
 	if shown = toolNamed(t, e, "bad", mcptest.RugPullTool); !strings.Contains(string(shown.Annotations), `"destructiveHint":true`) {
 		t.Errorf("the approved version is not shown: %s", shown.Annotations)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -107,14 +108,15 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 		return
 	}
 	e.auditOnce.Do(func() {
-		// The redact decision of the current config, looked up per record:
+		// The redact decision of the current config, looked up per string:
 		// the log may open before the first config is in place (for the
 		// trust decision, which holds paths and hashes only), and a reload
 		// brings a new one.
+		memo := &redactMemo{}
 		redact := func(s string) string {
 			if g := e.guard.Load(); g != nil {
 				if red := g.redactor(); red != nil {
-					return red.Redact(s)
+					return memo.redact(red, s)
 				}
 			}
 			return s
@@ -139,6 +141,61 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if q := e.audit.Load(); q != nil {
 		q.ch <- r
 	}
+}
+
+// Bounds of a redactMemo.
+const (
+	// redactMemoStrings is how many strings it remembers; when full, it
+	// starts over.
+	redactMemoStrings = 1024
+	// redactMemoMaxLen is the longest string it remembers, in bytes.
+	redactMemoMaxLen = 256
+)
+
+// redactMemo remembers the short strings a redactor left unchanged, so
+// that the strings every audit record repeats (kind, surface, server and
+// tool names, argument descriptions, detail keys and most of their
+// values) are scanned once per redactor rather than once per record.
+// Redactor.Redact depends on nothing but the redactor and the string, so
+// a remembered string needs no second scan; a new redactor (a reload)
+// starts a new memo. Only strings the redactor left alone are kept: the
+// memo holds no secret that the redactor found. It is safe for concurrent
+// use.
+type redactMemo struct {
+	mu    sync.Mutex
+	red   *policies.Redactor  // the redactor clean belongs to
+	clean map[string]struct{} // strings red.Redact returns unchanged
+}
+
+// redact returns red.Redact(s).
+func (m *redactMemo) redact(red *policies.Redactor, s string) string {
+	if len(s) > redactMemoMaxLen {
+		return red.Redact(s)
+	}
+	m.mu.Lock()
+	if m.red != red {
+		m.red, m.clean = red, nil
+	}
+	_, ok := m.clean[s]
+	m.mu.Unlock()
+	if ok {
+		return s
+	}
+	out := red.Redact(s)
+	if out != s {
+		return out
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.red != red {
+		return out
+	}
+	if m.clean == nil || len(m.clean) >= redactMemoStrings {
+		m.clean = make(map[string]struct{}, redactMemoStrings)
+	}
+	// A copy: s may be a slice of a much larger string.
+	m.clean[strings.Clone(s)] = struct{}{}
+	return out
 }
 
 // auditQueueLen is how many records may wait for the disk.

@@ -38,17 +38,22 @@ func (e *Engine) newMCPServer() *mcp.Server {
 	return srv
 }
 
-// handleGateway decodes the mcp tool's input and runs the action.
+// handleGateway is the SDK's handler of the mcp tool.
 func (e *Engine) handleGateway(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return e.gatewayCall(ctx, req.Params.Arguments), nil
+}
+
+// gatewayCall decodes the mcp tool's input and runs the action. Both
+// the SDK's handler and the lean path (leanServe) answer with it.
+func (e *Engine) gatewayCall(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
 	var in GatewayInput
-	raw := req.Params.Arguments
 	if len(raw) > maxGatewayInput {
-		return toolResult(gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput)), nil
+		return toolResult(gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput))
 	}
 	if err := decodeGatewayInput(raw, &in); err != nil {
-		return toolResult(gwError("%v", err)), nil
+		return toolResult(gwError("%v", err))
 	}
-	return toolResult(e.Gateway(ctx, in)), nil
+	return toolResult(e.Gateway(ctx, in))
 }
 
 // decodeGatewayInput decodes strictly: an unknown field is an error that
@@ -85,8 +90,21 @@ func toolResult(r GatewayResult) *mcp.CallToolResult {
 
 // ServeStdio serves the gateway as an MCP server over in and out (an
 // agent's stdio) until the client disconnects or ctx ends.
+//
+// A tools/call of the mcp tool takes a lean path past the SDK's server
+// (leanServe); everything else is the SDK's.
 func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return e.newMCPServer().Run(ctx, &lineTransport{r: in, w: out})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return e.serveStdio(ctx, in, out, newLeanServe(ctx, e))
+}
+
+// serveStdio serves with lean answering what it can; ctx must end no
+// later than lean's.
+func (e *Engine) serveStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser, lean *leanServe) error {
+	err := e.newMCPServer().Run(ctx, &lineTransport{r: in, w: out, tap: lean})
+	lean.wait()
+	return err
 }
 
 // HTTPHandler serves the gateway over Streamable HTTP. Requests whose

@@ -29,7 +29,8 @@ type stdioTransport struct {
 	maxLine int
 
 	mu   sync.Mutex
-	proc *process // the running child, for Close and tests
+	proc *process  // the running child, for Close and tests
+	conn *lineConn // its connection, for the engine's own calls
 }
 
 // Connect starts the process.
@@ -55,11 +56,14 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.mu.Lock()
 	t.proc = p
 	t.mu.Unlock()
-	conn, err := (&lineTransport{r: p.reader(), w: p, max: t.maxLine}).Connect(ctx)
+	conn, err := (&lineTransport{r: p.reader(), w: p, max: t.maxLine, client: true}).Connect(ctx)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
+	t.mu.Lock()
+	t.conn, _ = conn.(*lineConn)
+	t.mu.Unlock()
 	return conn, nil
 }
 
@@ -160,4 +164,11 @@ func resolveCommand(command, dir string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("command %q not found in PATH", command)
+}
+
+// lineConn is the connection Connect made, or nil before it.
+func (t *stdioTransport) lineConn() *lineConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.conn
 }

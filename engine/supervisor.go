@@ -44,6 +44,7 @@ type supervisor struct {
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
+	line            *lineConn          // the session's connection when it is stdio, for calls on the lean path
 	endSession      context.CancelFunc // ends the context the session was opened with
 	transport       string             // the transport in use
 	gen             uint64             // bumps with each session; callbacks of old ones are ignored
@@ -194,7 +195,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	sctx, cancelSession := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
-	cs, transport, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
+	cs, line, transport, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
 	expired := !timer.Stop()
 	stopWatch()
 	if err != nil {
@@ -241,7 +242,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	}
 	s.gen++
 	gen := s.gen
-	s.session, s.transport, s.endSession = cs, transport, cancelSession
+	s.session, s.line, s.transport, s.endSession = cs, line, transport, cancelSession
 	s.mu.Unlock()
 	s.setStatus(StatusConnected, "")
 	s.wg.Add(1)
@@ -254,10 +255,11 @@ func (s *supervisor) connect(ctx context.Context) error {
 	return nil
 }
 
-// open starts the transport and initializes the session. For an HTTP
-// server it also returns the status of the last POST, which tells an
-// authorization failure from others.
-func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, int32, error) {
+// open starts the transport and initializes the session. For a stdio
+// server it also returns the session's connection, for the engine's own
+// calls; for an HTTP server, the status of the last POST, which tells
+// an authorization failure from others.
+func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, string, int32, error) {
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
@@ -275,26 +277,26 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, string, int3
 	if s.cfg.IsStdio() {
 		t, err := s.stdioTransport()
 		if err != nil {
-			return nil, "", 0, err
+			return nil, nil, "", 0, err
 		}
 		cs, err := client.Connect(ctx, t, nil)
-		return cs, cue.TransportStdio, 0, err
+		return cs, t.lineConn(), cue.TransportStdio, 0, err
 	}
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
 	if err != nil {
-		return nil, "", 0, err
+		return nil, nil, "", 0, err
 	}
 	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub}
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {
 		h, err := s.newOAuthHandler(endpoint)
 		if err != nil {
-			return nil, "", 0, err
+			return nil, nil, "", 0, err
 		}
 		oauth = h
 	}
 	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, nil)
-	return cs, transport, ht.lastPOST.Load(), err
+	return cs, nil, transport, ht.lastPOST.Load(), err
 }
 
 // stdioTransport prepares the child process of a stdio server.
@@ -526,7 +528,7 @@ func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
 	s.mu.Lock()
 	current := s.gen == gen && s.session == cs
 	if current {
-		s.session = nil
+		s.session, s.line = nil, nil
 		if s.endSession != nil {
 			s.endSession()
 			s.endSession = nil
@@ -692,9 +694,12 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	timeout := s.callTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	params := &mcp.CallToolParams{Name: tool, Arguments: args}
-	params.SetProgressToken(callID)
-	res, err := cs.CallTool(cctx, params)
+	res, lean, err := s.leanCall(cctx, cs, tool, args, callID)
+	if !lean {
+		params := &mcp.CallToolParams{Name: tool, Arguments: args}
+		params.SetProgressToken(callID)
+		res, err = cs.CallTool(cctx, params)
+	}
 	if err != nil {
 		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			err = fmt.Errorf("call %s timed out after %s", tool, timeout)
@@ -741,7 +746,7 @@ func (s *supervisor) disconnect(final Status) {
 	s.mu.Lock()
 	s.stopIdleLocked()
 	cs, end := s.session, s.endSession
-	s.session, s.endSession = nil, nil
+	s.session, s.line, s.endSession = nil, nil, nil
 	s.gen++
 	s.mu.Unlock()
 	if cs != nil {
@@ -770,7 +775,7 @@ func (s *supervisor) closeSession(gen uint64) {
 	s.mu.Lock()
 	cs, end := s.session, s.endSession
 	if s.gen == gen {
-		s.session, s.endSession = nil, nil
+		s.session, s.line, s.endSession = nil, nil, nil
 		s.gen++
 	} else {
 		cs, end = nil, nil

@@ -56,9 +56,15 @@ type Log struct {
 	path   string
 	opts   Options
 	mu     sync.Mutex
-	f      *os.File // the active file, O_APPEND
-	lock   *os.File // <path>.lock, nil where there is no flock
+	f      *os.File    // the active file, O_APPEND
+	fi     os.FileInfo // f's identity, from fstat when f was opened; nil when unknown
+	lock   *os.File    // <path>.lock, nil where there is no flock
 	closed bool
+
+	// buf holds the line being written, reused from one append to the
+	// next; enc encodes into it.
+	buf bytes.Buffer
+	enc *json.Encoder
 
 	size      int64  // bytes of the active file this Log knows of
 	seq       int64  // seq of the last record
@@ -158,12 +164,13 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 	}
 
 	r.Seq, r.Prev = l.seq+1, l.prev
-	line, err := encode(r)
+	defer l.releaseBuf()
+	line, err := l.encode(r)
 	if err != nil {
 		return err
 	}
 	if len(line)-1 > MaxLineBytes {
-		if line, err = encode(shrink(r, len(line)-1)); err != nil {
+		if line, err = l.encode(shrink(r, len(line)-1)); err != nil {
 			return err
 		}
 	}
@@ -213,7 +220,7 @@ func (l *Log) closeFiles() error {
 	var errs []error
 	if l.f != nil {
 		errs = append(errs, l.f.Close())
-		l.f = nil
+		l.f, l.fi = nil, nil
 	}
 	if l.lock != nil {
 		errs = append(errs, l.lock.Close())
@@ -225,15 +232,30 @@ func (l *Log) closeFiles() error {
 	return nil
 }
 
-// encode returns r's line, newline included.
-func encode(r Record) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+// encode returns r's line, newline included. The line is held in l.buf:
+// it is valid until the next encode. It runs with l.mu held.
+func (l *Log) encode(r Record) ([]byte, error) {
+	if l.enc == nil {
+		l.enc = json.NewEncoder(&l.buf)
+		l.enc.SetEscapeHTML(false)
+	}
+	l.buf.Reset()
+	if err := l.enc.Encode(r); err != nil {
 		return nil, fmt.Errorf("audit: encode: %w", err)
 	}
-	return b.Bytes(), nil
+	return l.buf.Bytes(), nil
+}
+
+// maxKeptBuf bounds the line buffer a Log keeps between appends: an
+// occasional large record does not pin its memory.
+const maxKeptBuf = 64 << 10
+
+// releaseBuf lets go of a line buffer grown beyond maxKeptBuf. It runs
+// with l.mu held.
+func (l *Log) releaseBuf() {
+	if l.buf.Cap() > maxKeptBuf {
+		l.buf = bytes.Buffer{}
+	}
 }
 
 // note keeps a problem for Problems.
@@ -248,13 +270,16 @@ func (l *Log) note(p Problem) {
 func (l *Log) reopen() error {
 	if l.f != nil {
 		_ = l.f.Close()
-		l.f = nil
+		l.f, l.fi = nil, nil
 	}
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit: open: %w", err)
 	}
-	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&^0o600 != 0 {
+	fi, err := f.Stat()
+	if err != nil {
+		fi = nil // catchUp asks again
+	} else if fi.Mode().Perm()&^0o600 != 0 {
 		if err := f.Chmod(0o600); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("audit: open: %w", err)
@@ -266,7 +291,7 @@ func (l *Log) reopen() error {
 		return err
 	}
 	knownSeq, knownPrev := l.seq, l.prev
-	l.f, l.size, l.newline, l.dirty = f, st.end, !st.endsNL, false
+	l.f, l.fi, l.size, l.newline, l.dirty = f, fi, st.end, !st.endsNL, false
 	for _, p := range st.trailing {
 		l.note(p)
 	}
@@ -308,16 +333,34 @@ func (l *Log) reopen() error {
 // catchUp makes the Log's view of the file current before an append: it
 // follows a rotation or an append by another process, and looks again
 // after a failed write. It runs with the process lock held.
+//
+// Where there is flock (Unix), one stat of the path tells all of it. The
+// identity of the open file (device and inode) comes from the fstat when
+// it was opened: it cannot change while the file is open, and no other
+// file can take it over. When the path still names that file, the stat
+// read that very inode, so its size is the open file's size. Elsewhere
+// the open file is asked for its size as well.
 func (l *Log) catchUp() error {
-	fi, err := l.f.Stat()
-	if err != nil {
-		return fmt.Errorf("audit: append: %w", err)
+	fi := l.fi
+	if fi == nil || l.lock == nil {
+		var err error
+		if fi, err = l.f.Stat(); err != nil {
+			return fmt.Errorf("audit: append: %w", err)
+		}
+		l.fi = fi
 	}
 	pi, err := os.Stat(l.path)
-	if err != nil || !os.SameFile(fi, pi) || l.dirty || fi.Size() < l.size || (fi.Size() > l.size && l.newline) {
+	if err != nil || !os.SameFile(fi, pi) {
 		return l.reopen()
 	}
-	if fi.Size() == l.size {
+	size := pi.Size()
+	if l.lock == nil {
+		size = fi.Size()
+	}
+	if l.dirty || size < l.size || (size > l.size && l.newline) {
+		return l.reopen()
+	}
+	if size == l.size {
 		return nil
 	}
 	st, err := scanState(l.f, l.path, l.size)
@@ -352,7 +395,7 @@ func (l *Log) rotate() error {
 		return err
 	}
 	_ = l.f.Close()
-	l.f, l.size, l.newline, l.fileFirst = f, 0, false, l.seq+1
+	l.f, l.fi, l.size, l.newline, l.fileFirst = f, nil, 0, false, l.seq+1
 	if l.opts.Sync {
 		if d, err := os.Open(filepath.Dir(l.path)); err == nil {
 			_ = d.Sync()

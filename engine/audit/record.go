@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -171,14 +173,15 @@ func clip(s string, n int) string {
 
 // prepare returns the record as Append writes it, minus Seq and Prev:
 // time set and in UTC, Detail reduced to plain JSON values, and every
-// string passed through redact.
+// string passed through redact. It does not change what r refers to (the
+// caller's Args, Decision and Detail).
 func prepare(r Record, now func() time.Time, redact func(string) string) Record {
 	if r.Time.IsZero() {
 		r.Time = now()
 	}
 	r.Time = r.Time.UTC()
 	if r.Detail != nil {
-		r.Detail = plainDetail(r.Detail)
+		r.Detail = plainDetail(r.Detail, redact)
 	}
 	if redact == nil {
 		return r
@@ -201,32 +204,237 @@ func prepare(r Record, now func() time.Time, redact func(string) string) Record 
 		}
 		r.Decision = &d
 	}
-	if r.Detail != nil {
-		r.Detail = redactValue(r.Detail, redact).(map[string]any)
-	}
 	return r
 }
 
+// detailErrorKey and detailErrorText make the note that stands in for a
+// Detail that cannot be encoded.
+const (
+	detailErrorKey  = "detail_error"
+	detailErrorText = "the detail could not be encoded as JSON"
+)
+
 // plainDetail turns a caller's Detail into the plain values it reads back
-// as, so that redaction reaches strings inside the caller's own types too.
-// A Detail that cannot be encoded is replaced by a note saying so.
-func plainDetail(d map[string]any) map[string]any {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return map[string]any{"detail_error": "the detail could not be encoded as JSON"}
+// as — maps, slices, strings, json.Number, booleans and nil — with redact
+// (when not nil) applied to every string and map key, so that redaction
+// reaches strings inside the caller's own types too. The result shares no
+// map or slice with d. A Detail that cannot be encoded is replaced by a
+// note saying so.
+//
+// The result is what a JSON round trip of d (encoding/json, numbers
+// decoded as json.Number) gives. Values that are plain already are copied
+// directly; the round trip itself runs only for the values of other
+// types (structs, pointers, floats, named types, ...), one value at a
+// time.
+func plainDetail(d map[string]any, redact func(string) string) map[string]any {
+	v, ok := plainValue(d, redact)
+	if !ok {
+		v = redactValue(map[string]any{detailErrorKey: detailErrorText}, redact)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var out map[string]any
-	if err := dec.Decode(&out); err != nil {
-		return map[string]any{"detail_error": "the detail could not be encoded as JSON"}
-	}
+	out, _ := v.(map[string]any)
 	return out
 }
 
+// plainValue is plainDetail for one value: v as a JSON round trip gives
+// it back, redacted, sharing nothing with v. It reports false when v
+// cannot be encoded as JSON.
+func plainValue(v any, redact func(string) string) (any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, true
+	case string:
+		return plainString(x, redact), true
+	case bool:
+		return x, true
+	case json.Number:
+		// encoding/json writes an empty Number as 0 and refuses an
+		// invalid one.
+		if x == "" {
+			return json.Number("0"), true
+		}
+		return x, isValidNumber(string(x))
+	case int:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int8:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int16:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int32:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10)), true
+	case uint:
+		return json.Number(strconv.FormatUint(uint64(x), 10)), true
+	case uint8:
+		return json.Number(strconv.FormatUint(uint64(x), 10)), true
+	case uint16:
+		return json.Number(strconv.FormatUint(uint64(x), 10)), true
+	case uint32:
+		return json.Number(strconv.FormatUint(uint64(x), 10)), true
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10)), true
+	case map[string]any:
+		if x == nil {
+			return nil, true
+		}
+		if !validKeys(x) {
+			// Keys that become equal once made valid UTF-8: the round
+			// trip decides which value stays.
+			return roundTrip(x, redact)
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			pe, ok := plainValue(e, redact)
+			if !ok {
+				return nil, false
+			}
+			out[plainString(k, redact)] = pe
+		}
+		return out, true
+	case []any:
+		if x == nil {
+			return nil, true
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			pe, ok := plainValue(e, redact)
+			if !ok {
+				return nil, false
+			}
+			out[i] = pe
+		}
+		return out, true
+	case []string:
+		if x == nil {
+			return nil, true
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plainString(e, redact)
+		}
+		return out, true
+	case map[string]string:
+		if x == nil {
+			return nil, true
+		}
+		if !validKeys(x) {
+			return roundTrip(x, redact)
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[plainString(k, redact)] = plainString(e, redact)
+		}
+		return out, true
+	case json.RawMessage:
+		// Valid raw JSON decodes to what its encoding (the same JSON,
+		// compacted) decodes to.
+		if !json.Valid(x) {
+			return roundTrip(x, redact)
+		}
+		out, ok := decodeValue(x)
+		if !ok {
+			return nil, false
+		}
+		return redactValue(out, redact), true
+	}
+	return roundTrip(v, redact)
+}
+
+// roundTrip encodes v as JSON and decodes it back into plain values, then
+// redacts them. It reports false when v cannot be encoded.
+func roundTrip(v any, redact func(string) string) (any, bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	out, ok := decodeValue(b)
+	if !ok {
+		return nil, false
+	}
+	return redactValue(out, redact), true
+}
+
+// decodeValue decodes one JSON value, numbers as json.Number.
+func decodeValue(b []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainString is s as a JSON round trip gives it back (every byte that is
+// not valid UTF-8 replaced by U+FFFD, as encoding/json does), redacted.
+func plainString(s string, redact func(string) string) string {
+	if !utf8.ValidString(s) {
+		var b strings.Builder
+		b.Grow(len(s) + 8)
+		for i := 0; i < len(s); {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b.WriteRune(utf8.RuneError)
+			} else {
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+		}
+		s = b.String()
+	}
+	if redact != nil {
+		s = redact(s)
+	}
+	return s
+}
+
+// validKeys reports whether every key of m is valid UTF-8.
+func validKeys[V any](m map[string]V) bool {
+	for k := range m {
+		if !utf8.ValidString(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// isValidNumber reports whether s is a JSON number, the test
+// encoding/json applies to a json.Number it encodes.
+func isValidNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	switch {
+	case s == "":
+		return false
+	case s[0] == '0':
+		s = s[1:]
+	case '1' <= s[0] && s[0] <= '9':
+		s = strings.TrimLeft(s[1:], "0123456789")
+	default:
+		return false
+	}
+	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
+		s = strings.TrimLeft(s[2:], "0123456789")
+	}
+	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if s[0] == '+' || s[0] == '-' {
+			s = s[1:]
+			if s == "" {
+				return false
+			}
+		}
+		s = strings.TrimLeft(s, "0123456789")
+	}
+	return s == ""
+}
+
 // redactValue applies redact to every string and map key in a plain JSON
-// value. Numbers stay as they are.
+// value that nothing else refers to: it changes slices in place. Numbers
+// stay as they are. A nil redact leaves v as it is.
 func redactValue(v any, redact func(string) string) any {
+	if redact == nil {
+		return v
+	}
 	switch x := v.(type) {
 	case string:
 		return redact(x)

@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// leanServe answers a stdio agent's tools/call of the mcp tool without
+// the SDK's server: the connection's reader decodes the request once and
+// hands it to a goroutine that runs the gateway and writes the response.
+// Everything else (initialization, listing, pings, direct tools,
+// notifications, anything malformed) goes to the SDK's server as
+// before, and so does a call the lean path is not sure it would answer
+// exactly as the SDK would. On a small machine the SDK's dispatch of a
+// call costs about as much as the gateway's own work
+// (docs/benchmarks.md).
+type leanServe struct {
+	e   *Engine
+	ctx context.Context // the serve's; cancelled when it ends
+
+	// initialized is set once the SDK answered the agent's initialize
+	// without error; initID and initVersion are that request's id and
+	// protocol version.
+	initialized atomic.Bool
+	mu          sync.Mutex
+	initID      any
+	initVersion string
+	inflight    map[any]context.CancelCauseFunc // by request id, of lean calls
+	closing     bool                            // drain began: no lean call starts
+
+	wg sync.WaitGroup
+	// answered counts the calls the lean path answered (or tried to:
+	// it counts before the write).
+	answered atomic.Int64
+	// versions are the protocol versions the SDK's server accepts.
+	versions []string
+}
+
+func newLeanServe(ctx context.Context, e *Engine) *leanServe {
+	return &leanServe{e: e, ctx: ctx, inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
+}
+
+// drain implements lineTap: it waits for the lean calls in flight to
+// write their answers. The SDK's server does the same for its own calls
+// before it closes the connection, as when the agent closes its end of
+// stdin after its last request.
+func (l *leanServe) drain() {
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// wait cancels the lean calls in flight and waits for them to end.
+func (l *leanServe) wait() {
+	l.mu.Lock()
+	for _, cancel := range l.inflight {
+		cancel(context.Canceled)
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// errAgentCancelled is the cause of a lean call's end when the agent
+// cancelled it.
+var errAgentCancelled = errors.New("cancelled by the client")
+
+// leanCallParams is what the lean path reads of a tools/call.
+type leanCallParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+// inbound implements lineTap.
+func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch req.Method {
+	case "initialize":
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		l.mu.Lock()
+		l.initID, l.initVersion = req.ID.Raw(), p.ProtocolVersion
+		l.mu.Unlock()
+	case "notifications/cancelled":
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) != nil {
+			return false
+		}
+		id, err := jsonrpc.MakeID(p.RequestID)
+		if err != nil {
+			return false
+		}
+		l.mu.Lock()
+		cancel := l.inflight[id.Raw()]
+		l.mu.Unlock()
+		if cancel == nil {
+			return false // the SDK's, or already answered
+		}
+		cancel(errAgentCancelled)
+		return true
+	case "tools/call":
+		if !req.IsCall() {
+			return false
+		}
+		var p leanCallParams
+		if json.Unmarshal(req.Params, &p) != nil || p.Name != GatewayToolName {
+			return false
+		}
+		complete, ok := l.accepts(p.Meta)
+		if !ok {
+			return false
+		}
+		return l.start(c, req.ID, p.Arguments, complete)
+	}
+	return false
+}
+
+// accepts reports whether the lean path may answer a call carrying
+// meta, and whether its result says "resultType": "complete", as the
+// SDK's server says to clients of protocol 2026-07-28 and later. A call
+// of protocol 2026-07-28 carries the client's protocol version, info
+// and capabilities in meta; the lean path checks them as the SDK does,
+// and leaves any it would refuse to the SDK, which refuses it in its
+// own words. A call of an earlier protocol is accepted once the session
+// is initialized.
+func (l *leanServe) accepts(meta map[string]json.RawMessage) (complete, ok bool) {
+	var version string
+	if raw, present := meta[mcp.MetaKeyProtocolVersion]; present {
+		if json.Unmarshal(raw, &version) != nil {
+			return false, false
+		}
+	}
+	if version >= protocol20260728 {
+		if !slices.Contains(l.versions, version) {
+			return false, false
+		}
+		if info, present := meta[mcp.MetaKeyClientInfo]; present {
+			var impl mcp.Implementation
+			if json.Unmarshal(info, &impl) != nil {
+				return false, false
+			}
+		}
+		var caps map[string]json.RawMessage
+		if json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
+			return false, false
+		}
+		return true, true
+	}
+	if !l.initialized.Load() {
+		return false, false
+	}
+	l.mu.Lock()
+	v := l.initVersion
+	l.mu.Unlock()
+	return v >= protocol20260728, true
+}
+
+// outbound implements lineTap: it notes the SDK's successful answer to
+// initialize.
+func (l *leanServe) outbound(msg jsonrpc.Message) {
+	if l.initialized.Load() {
+		return
+	}
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || r.Error != nil {
+		return
+	}
+	l.mu.Lock()
+	match := l.initID != nil && r.ID.Raw() == l.initID
+	l.mu.Unlock()
+	if match {
+		l.initialized.Store(true)
+	}
+}
+
+// start runs one call of the mcp tool on a goroutine of its own. It
+// reports false, leaving the call to the SDK, when the connection is
+// closing or a call with the same id is in flight.
+func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) bool {
+	key := id.Raw()
+	l.mu.Lock()
+	if l.closing || l.inflight[key] != nil {
+		l.mu.Unlock()
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(l.ctx)
+	l.inflight[key] = cancel
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		defer func() {
+			l.mu.Lock()
+			delete(l.inflight, key)
+			l.mu.Unlock()
+			cancel(nil)
+		}()
+		res, jerr := l.run(ctx, args, complete)
+		if errors.Is(context.Cause(ctx), errAgentCancelled) {
+			// The spec asks a receiver not to answer a cancelled
+			// request: the agent has stopped waiting for it.
+			return
+		}
+		l.answered.Add(1)
+		_ = c.writeLine(leanResponse(id, res, jerr))
+	}()
+	return true
+}
+
+// run runs the gateway and encodes its result. A panic is an internal
+// error whose text says nothing of what panicked: the value could hold
+// a secret.
+func (l *leanServe) run(ctx context.Context, args json.RawMessage, complete bool) (res []byte, jerr *jsonrpc.Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
+			res, jerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+	}()
+	out := l.e.gatewayCall(ctx, args)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+	}
+	if complete {
+		// CallToolResult keeps its resultType unexported; add it the
+		// way the SDK's server would have set it.
+		b = append([]byte(`{"resultType":"complete",`), b[1:]...)
+		if len(b) == len(`{"resultType":"complete",}`) {
+			b = []byte(`{"resultType":"complete"}`)
+		}
+	}
+	return b, nil
+}
+
+// leanResponse encodes one JSON-RPC response.
+func leanResponse(id jsonrpc.ID, result []byte, jerr *jsonrpc.Error) []byte {
+	b := make([]byte, 0, len(result)+48)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	switch v := id.Raw().(type) {
+	case int64:
+		b = strconv.AppendInt(b, v, 10)
+	case string:
+		q, _ := json.Marshal(v)
+		b = append(b, q...)
+	default:
+		b = append(b, "null"...)
+	}
+	if jerr != nil {
+		e, _ := json.Marshal(jerr)
+		b = append(b, `,"error":`...)
+		b = append(b, e...)
+	} else {
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,397 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// wirePeer is an agent that speaks raw JSON-RPC lines to serveStdio, to
+// see exactly what the lean path writes.
+type wirePeer struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	got  chan map[string]any
+	done chan error
+}
+
+func newWirePeer(t *testing.T, e *Engine, lean *leanServe) *wirePeer {
+	t.Helper()
+	sr, cw := io.Pipe()
+	cr, sw := io.Pipe()
+	p := &wirePeer{t: t, in: cw, got: make(chan map[string]any, 64), done: make(chan error, 1)}
+	go func() { p.done <- e.serveStdio(lean.ctx, sr, sw, lean) }()
+	go func() {
+		sc := bufio.NewScanner(cr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("serve wrote a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			p.got <- m
+		}
+		close(p.got)
+	}()
+	t.Cleanup(func() { cw.Close(); cr.Close() })
+	return p
+}
+
+func (p *wirePeer) send(msg map[string]any) {
+	p.t.Helper()
+	msg["jsonrpc"] = "2.0"
+	b, _ := json.Marshal(msg)
+	if _, err := p.in.Write(append(b, '\n')); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// reply waits for the response to id, skipping notifications; it fails
+// the test if another response comes first.
+func (p *wirePeer) reply(id any) map[string]any {
+	p.t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case m, ok := <-p.got:
+			if !ok {
+				p.t.Fatalf("output ended before the response to %v", id)
+			}
+			if _, isNote := m["method"]; isNote {
+				continue
+			}
+			if fmt.Sprint(m["id"]) != fmt.Sprint(id) {
+				p.t.Fatalf("response to %v while waiting for %v: %v", m["id"], id, m)
+			}
+			return m
+		case <-timeout:
+			p.t.Fatalf("no response to %v", id)
+		}
+	}
+}
+
+func gatewayCallMsg(id any, args map[string]any, meta map[string]any) map[string]any {
+	params := map[string]any{"name": "mcp", "arguments": args}
+	if meta != nil {
+		params["_meta"] = meta
+	}
+	return map[string]any{"id": id, "method": "tools/call", "params": params}
+}
+
+func resultText(t *testing.T, m map[string]any) string {
+	t.Helper()
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("no result: %v", m)
+	}
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		t.Fatalf("no content: %v", m)
+	}
+	text, _ := content[0].(map[string]any)["text"].(string)
+	return text
+}
+
+// TestLeanServeWire drives the lean path of `voltmcp serve` over raw
+// JSON-RPC lines: what it answers itself, what it leaves to the SDK, and
+// the wire details it must get right.
+func TestLeanServeWire(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lean := newLeanServe(ctx, e)
+	p := newWirePeer(t, e, lean)
+	echo := map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "wire"}}
+
+	// Before initialize, a call is the SDK's to refuse.
+	p.send(gatewayCallMsg(1, echo, nil))
+	if r := p.reply(1); r["error"] == nil {
+		t.Errorf("call before initialize: %v", r)
+	}
+	if n := lean.answered.Load(); n != 0 {
+		t.Errorf("the lean path answered %d calls before initialize", n)
+	}
+
+	p.send(map[string]any{"id": 2, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
+	if r := p.reply(2); r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	p.send(map[string]any{"method": "notifications/initialized"})
+
+	p.send(gatewayCallMsg(3, echo, nil))
+	r := p.reply(3)
+	if got := resultText(t, r); got != "wire" {
+		t.Errorf("echo through the lean path: %q", got)
+	}
+	res := r["result"].(map[string]any)
+	if _, ok := res["resultType"]; ok {
+		t.Errorf("a 2025-11-25 session got a resultType: %v", res)
+	}
+	if sc, _ := res["structuredContent"].(map[string]any); sc["server"] != "s" || sc["status"] != "completed" {
+		t.Errorf("structuredContent: %v", res["structuredContent"])
+	}
+	if n := lean.answered.Load(); n != 1 {
+		t.Errorf("lean answers: %d, want 1", n)
+	}
+
+	// A string id, and a bad action: a tool result with isError.
+	p.send(gatewayCallMsg("call-4", map[string]any{"action": "nope"}, nil))
+	r = p.reply("call-4")
+	if r["id"] != "call-4" || r["result"].(map[string]any)["isError"] != true {
+		t.Errorf("bad action: %v", r)
+	}
+
+	// Protocol 2026-07-28: the client's triple rides in _meta, and the
+	// result says it is complete, as the SDK's server says.
+	meta := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28",
+		mcp.MetaKeyClientInfo:         map[string]any{"name": "wire", "version": "1"},
+		mcp.MetaKeyClientCapabilities: map[string]any{}}
+	p.send(gatewayCallMsg(5, echo, meta))
+	r = p.reply(5)
+	if r["result"].(map[string]any)["resultType"] != "complete" || resultText(t, r) != "wire" {
+		t.Errorf("2026-07-28 call: %v", r)
+	}
+	// Without its capabilities, the SDK refuses such a call in its words.
+	delete(meta, mcp.MetaKeyClientCapabilities)
+	p.send(gatewayCallMsg(6, echo, meta))
+	if r := p.reply(6); r["error"] == nil || !strings.Contains(fmt.Sprint(r["error"]), "_meta") {
+		t.Errorf("2026-07-28 call without capabilities: %v", r)
+	}
+
+	// A cancelled call gets no answer; the connection keeps serving.
+	slow := map[string]any{"action": "call", "server": "s", "tool": "slow", "arguments": map[string]any{"ms": 20000}}
+	p.send(gatewayCallMsg(7, slow, nil))
+	time.Sleep(300 * time.Millisecond)
+	p.send(map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": 7, "reason": "test"}})
+	p.send(map[string]any{"id": 8, "method": "ping"})
+	if r := p.reply(8); r["error"] != nil {
+		t.Errorf("ping after cancel: %v", r)
+	}
+	select {
+	case m := <-p.got:
+		t.Errorf("after the cancel: %v", m)
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	// The agent closes stdin right after a call: the answer still comes.
+	p.send(gatewayCallMsg(9, echo, nil))
+	p.in.Close()
+	if got := resultText(t, p.reply(9)); got != "wire" {
+		t.Errorf("call before EOF: %q", got)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Errorf("serve ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not end after EOF")
+	}
+}
+
+// TestLeanServeMatchesSDK makes the same mcp tool calls through the lean
+// path (stdio) and through the SDK's server (Streamable HTTP), and
+// compares the results.
+func TestLeanServeMatchesSDK(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
+	ctx := ctxT(t, 30*time.Second)
+	lean := newLeanServe(ctx, e)
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	go func() { _ = e.serveStdio(ctx, sr, sw, lean) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	viaLean, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaLean.Close()
+	hs := httptest.NewServer(e.HTTPHandler())
+	defer hs.Close()
+	viaSDK, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaSDK.Close()
+
+	inputs := []map[string]any{
+		{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "same"}},
+		{"action": "call", "server": "s", "tool": "add", "argumentsJson": `{"a": 2, "b": 3}`},
+		{"action": "call", "server": "s", "tool": "fail"},
+		{"action": "call", "server": "s", "tool": "ecko"},
+		{"action": "call", "server": "s", "tool": "add", "argumentsJson": `{"a": `},
+		{"action": "describe", "server": "s", "tool": "echo"},
+		{"action": "search", "query": "sleep"},
+		{"action": "call", "server": "nowhere", "tool": "echo"},
+		{"action": "nope"},
+		{"action": "call", "serer": "s"},
+		{},
+	}
+	for _, in := range inputs {
+		a, errA := viaLean.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: in})
+		b, errB := viaSDK.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: in})
+		if (errA == nil) != (errB == nil) {
+			t.Errorf("%v: lean error %v, SDK error %v", in, errA, errB)
+			continue
+		}
+		if errA != nil {
+			continue
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		var va, vb any
+		_ = json.Unmarshal(ja, &va)
+		_ = json.Unmarshal(jb, &vb)
+		if !reflect.DeepEqual(va, vb) {
+			t.Errorf("%v:\nlean %s\nSDK  %s", in, ja, jb)
+		}
+	}
+	if n := lean.answered.Load(); n != int64(len(inputs)) {
+		t.Errorf("the lean path answered %d of %d calls", n, len(inputs))
+	}
+	// Listing, and every other method, stays the SDK's.
+	if tools, err := viaLean.ListTools(ctx, nil); err != nil || len(tools.Tools) != 1 {
+		t.Errorf("tools/list: %v %v", tools, err)
+	}
+}
+
+// TestLeanUpstreamCall checks that a call to a stdio server takes the
+// lean path, under both protocols, and that the server's errors,
+// progress and cancellation behave as through the SDK.
+func TestLeanUpstreamCall(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
+	ctx := ctxT(t, 30*time.Second)
+	if err := e.Connect(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.supervisor("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	line, cs := s.line, s.session
+	s.mu.Unlock()
+	if line == nil {
+		t.Fatal("a stdio session has no connection for the lean path")
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v >= protocol20260728 && line.requestMeta() == nil {
+		t.Fatalf("protocol %s, but no per-request _meta was kept from the SDK's requests", v)
+	}
+	res, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "lean"})
+	if err != nil || text(res) != "lean" {
+		t.Fatalf("echo: %v %v", res, err)
+	}
+	if res, err := e.CallTool(ctx, "s", "add", map[string]any{"a": 1, "b": 2}); err != nil || fmt.Sprint(res.StructuredContent) != "map[sum:3]" {
+		t.Errorf("add: %+v %v", res, err)
+	}
+	if res, err := e.CallTool(ctx, "s", "fail", nil); err != nil || !res.IsError {
+		t.Errorf("fail: %+v %v", res, err)
+	}
+	_, err = e.CallTool(ctx, "s", "nope", nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "nope"`) {
+		t.Errorf("unknown tool: %v", err)
+	}
+	if n := line.nextID.Load(); n != 4 {
+		t.Errorf("%d calls took the lean path, want 4", n)
+	}
+
+	// A cancelled call is cancelled on the server too: its progress stops.
+	events, stop := e.Subscribe(256)
+	defer stop()
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(350*time.Millisecond, cancel)
+	if _, err := e.CallTool(cctx, "s", "slow", map[string]any{"ms": 20000}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	var updates, late int
+	cancelledAt := time.Now()
+	deadline := time.After(800 * time.Millisecond)
+collect:
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type == EventCallUpdate {
+				updates++
+				if time.Since(cancelledAt) > 250*time.Millisecond {
+					late++
+				}
+			}
+		case <-deadline:
+			break collect
+		}
+	}
+	if updates == 0 || late > 0 {
+		t.Errorf("progress: %d updates, %d of them well after the cancel", updates, late)
+	}
+	line.pendMu.Lock()
+	left := len(line.pending)
+	line.pendMu.Unlock()
+	if left != 0 {
+		t.Errorf("%d calls still pending", left)
+	}
+}
+
+// TestDecodeToolResultMatchesSDK compares decodeToolResult with the
+// SDK's decoder on the results servers send.
+func TestDecodeToolResultMatchesSDK(t *testing.T) {
+	for _, raw := range []string{
+		`{"content":[{"type":"text","text":"hi"}]}`,
+		`{"content":[{"type":"text","text":""},{"type":"text","text":"two","annotations":{"audience":["user"],"priority":0.5}}],"isError":true}`,
+		`{"content":[],"structuredContent":{"sum":3,"list":[1,"a",null,true]}}`,
+		`{"content":null}`,
+		`{}`,
+		`{"_meta":{"k":"v"},"content":[{"type":"text","text":"m","_meta":{"x":1}}]}`,
+		`{"content":[{"type":"text","text":"ok"}],"resultType":"complete"}`,
+		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"text","text":"after"}]}`,
+		`{"content":[{"type":"resource","resource":{"uri":"file:///a","text":"body"}}]}`,
+		`{"content":[{"type":"resource_link","uri":"file:///a","name":"a"}]}`,
+		`{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object"}}}}}`,
+		`{"content":[{"type":"nope"}]}`,
+		`{"content":"text"}`,
+		`[1]`,
+	} {
+		var want mcp.CallToolResult
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		got, err := decodeToolResult(json.RawMessage(raw))
+		if (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: error %v, the SDK's %v", raw, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		// resultType is unexported: it shows in NeedsInput, and in the
+		// encoding, where the SDK's server sets its own anyway.
+		if got.NeedsInput() != want.NeedsInput() {
+			t.Errorf("%s: NeedsInput %v, the SDK's %v", raw, got.NeedsInput(), want.NeedsInput())
+		}
+		if g, w := plainJSON(t, got), plainJSON(t, &want); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s:\ngot  %v\nwant %v", raw, g, w)
+		}
+	}
+}
+
+func plainJSON(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "resultType")
+	return m
+}

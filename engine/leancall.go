@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// leanCall makes a tools/call on the session's stdio connection
+// directly, without the SDK client's dispatch: one encoding of the
+// request, and the response handed from the connection's reader
+// straight to this goroutine. It reports lean false when the call must
+// go through the SDK instead: the session is not stdio, or it speaks
+// protocol 2026-07-28 and the SDK has not yet sent the per-request
+// _meta it needs, or the server answered that it needs input (the SDK's
+// client runs that exchange, and the call is made again through it).
+func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool string, args any, progress string) (*mcp.CallToolResult, bool, error) {
+	s.mu.Lock()
+	line := s.line
+	if s.session != cs {
+		line = nil
+	}
+	s.mu.Unlock()
+	if line == nil {
+		return nil, false, nil
+	}
+	meta := map[string]any{"progressToken": progress}
+	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= protocol20260728 {
+		kept := line.requestMeta()
+		if kept == nil {
+			return nil, false, nil
+		}
+		for k, v := range kept {
+			meta[k] = v
+		}
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	params, err := json.Marshal(struct {
+		Name      string         `json:"name"`
+		Arguments any            `json:"arguments"`
+		Meta      map[string]any `json:"_meta"`
+	}{tool, args, meta})
+	if err != nil {
+		return nil, true, fmt.Errorf("encoding the arguments of %s: %w", tool, err)
+	}
+	raw, err := line.roundTrip(ctx, "tools/call", params)
+	if err != nil {
+		return nil, true, err
+	}
+	res, err := decodeToolResult(raw)
+	if err != nil {
+		return nil, true, fmt.Errorf("decoding the result of %s: %w", tool, err)
+	}
+	if res.NeedsInput() {
+		return nil, false, nil
+	}
+	return res, true, nil
+}
+
+// leanResult is what decodeToolResult reads of a tools/call result.
+type leanResult struct {
+	Meta              mcp.Meta        `json:"_meta"`
+	Content           []leanContent   `json:"content"`
+	StructuredContent any             `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	InputRequests     json.RawMessage `json:"inputRequests"`
+	RequestState      string          `json:"requestState"`
+	ResultType        string          `json:"resultType"`
+}
+
+// leanContent is a content block, as far as text needs.
+type leanContent struct {
+	Type        string           `json:"type"`
+	Text        string           `json:"text"`
+	Meta        mcp.Meta         `json:"_meta"`
+	Annotations *mcp.Annotations `json:"annotations"`
+}
+
+// decodeToolResult decodes a tools/call result. A result of text
+// blocks, the common case, is decoded here with encoding/json; any
+// other, with images, resources or a request for input, by the SDK,
+// whose decoder costs a 32 KiB buffer a call. Both give the same value.
+func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var w leanResult
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, err
+	}
+	plain := w.ResultType == "" || w.ResultType == "complete"
+	plain = plain && len(w.InputRequests) == 0 && w.RequestState == ""
+	for _, c := range w.Content {
+		plain = plain && c.Type == "text"
+	}
+	if !plain {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
+	res := &mcp.CallToolResult{Meta: w.Meta, Content: make([]mcp.Content, len(w.Content)),
+		StructuredContent: w.StructuredContent, IsError: w.IsError}
+	for i, c := range w.Content {
+		res.Content[i] = &mcp.TextContent{Text: c.Text, Meta: c.Meta, Annotations: c.Annotations}
+	}
+	return res, nil
+}
+
+// protocol20260728 is the first protocol version whose requests carry
+// the client's protocol version, info and capabilities in _meta.
+const protocol20260728 = "2026-07-28"

@@ -59,12 +59,20 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 		return *bad
 	}
 	d := e.decide(ti)
-	rawArgs, _ := json.Marshal(args)
-	rec := callRecord(ti, d, rawArgs)
 	start := time.Now()
+	// The record is built when it is queued: on the lean path, after the
+	// answer is written.
+	record := func(status, output, cacheID string, truncated bool) {
+		took := time.Since(start)
+		e.recordLater(ctx, func() audit.Record {
+			rawArgs, _ := json.Marshal(args)
+			rec := callRecord(ti, d, rawArgs)
+			finishRecordAt(&rec, status, took, output, cacheID, truncated)
+			return rec
+		})
+	}
 	if !d.Allowed {
-		finishRecord(&rec, "denied", start, "", "", false)
-		e.record(ctx, rec)
+		record("denied", "", "", false)
 		what := "refused"
 		if d.Pending {
 			what = "held for approval"
@@ -73,8 +81,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	}
 	res, err := e.CallTool(ctx, s.cfg.ID, t.Name, args)
 	if err != nil {
-		finishRecord(&rec, "error", start, "", "", false)
-		e.record(ctx, rec)
+		record("error", "", "", false)
 		return gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err)
 	}
 	out := CallResult{Server: s.cfg.ID, Tool: t.Name, Status: "completed", Risk: ti.Risk}
@@ -104,8 +111,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	if out.Cache != nil {
 		cacheID = out.Cache.ID
 	}
-	finishRecord(&rec, out.Status, start, text, cacheID, out.Truncation != nil)
-	e.record(ctx, rec)
+	record(out.Status, text, cacheID, out.Truncation != nil)
 	r := GatewayResult{Data: out, Text: callText(out), IsError: res.IsError}
 	return r
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +40,8 @@ type leanServe struct {
 	closing     bool                            // drain began: no lean call starts
 
 	wg sync.WaitGroup
+	// jobs hands a call to an idle worker.
+	jobs chan *leanJob
 	// answered counts the calls the lean path answered (or tried to:
 	// it counts before the write).
 	answered atomic.Int64
@@ -46,7 +50,7 @@ type leanServe struct {
 }
 
 func newLeanServe(ctx context.Context, e *Engine) *leanServe {
-	return &leanServe{e: e, ctx: ctx, inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
+	return &leanServe{e: e, ctx: ctx, jobs: make(chan *leanJob), inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
 }
 
 // drain implements lineTap: it waits for the lean calls in flight to
@@ -127,7 +131,11 @@ func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) bool {
 		if !ok {
 			return false
 		}
-		return l.start(c, req.ID, p.Arguments, complete)
+		if !l.start(c, req.ID, p.Arguments, complete) {
+			return false
+		}
+		runtime.Gosched()
+		return true
 	}
 	return false
 }
@@ -190,7 +198,7 @@ func (l *leanServe) outbound(msg jsonrpc.Message) {
 	}
 }
 
-// start runs one call of the mcp tool on a goroutine of its own. It
+// start runs one call of the mcp tool on a worker goroutine. It
 // reports false, leaving the call to the SDK, when the connection is
 // closing or a call with the same id is in flight.
 func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) bool {
@@ -201,27 +209,75 @@ func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, comp
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(l.ctx)
+	ctx, release := l.e.withHeldRecords(ctx)
 	l.inflight[key] = cancel
 	l.wg.Add(1)
 	l.mu.Unlock()
-	go func() {
-		defer l.wg.Done()
-		defer func() {
-			l.mu.Lock()
-			delete(l.inflight, key)
-			l.mu.Unlock()
-			cancel(nil)
-		}()
-		res, jerr := l.run(ctx, args, complete)
-		if errors.Is(context.Cause(ctx), errAgentCancelled) {
-			// The spec asks a receiver not to answer a cancelled
-			// request: the agent has stopped waiting for it.
+	j := &leanJob{c: c, id: id, ctx: ctx, cancel: cancel, release: release, args: args, complete: complete}
+	select {
+	case l.jobs <- j: // an idle worker takes it
+	default:
+		go l.worker(j)
+	}
+	return true
+}
+
+// leanJob is one call of the mcp tool.
+type leanJob struct {
+	c        *lineConn
+	id       jsonrpc.ID
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	release  func() // writes the call's held audit records
+	args     json.RawMessage
+	complete bool
+}
+
+// leanWorkerIdle is how long a worker waits for another call before it
+// ends. Workers outlive a call so that the next one runs on a stack
+// already grown to what a call needs: growing a new goroutine's stack
+// costs more than the rest of the hand-off.
+const leanWorkerIdle = 10 * time.Second
+
+// worker runs j, then each call handed to it, until it has been idle
+// for leanWorkerIdle or the serve ends.
+func (l *leanServe) worker(j *leanJob) {
+	idle := time.NewTimer(leanWorkerIdle)
+	defer idle.Stop()
+	for {
+		l.serve(j)
+		idle.Reset(leanWorkerIdle)
+		select {
+		case j = <-l.jobs:
+		case <-idle.C:
+			return
+		case <-l.ctx.Done():
 			return
 		}
-		l.answered.Add(1)
-		_ = c.writeLine(leanResponse(id, res, jerr))
+	}
+}
+
+// serve runs one call and writes its answer, unless the agent cancelled
+// it.
+func (l *leanServe) serve(j *leanJob) {
+	defer l.wg.Done()
+	defer func() {
+		l.mu.Lock()
+		delete(l.inflight, j.id.Raw())
+		l.mu.Unlock()
+		j.cancel(nil)
+		// After the answer: the agent need not wait for the log's
+		// writer to wake.
+		j.release()
 	}()
-	return true
+	res, jerr := l.run(j.ctx, j.args, j.complete)
+	if errors.Is(context.Cause(j.ctx), errAgentCancelled) {
+		// The spec asks a receiver not to answer a cancelled request:
+		// the agent has stopped waiting for it.
+		return
+	}
+	l.answered.Add(1)
+	_ = j.c.writeLine(leanResponse(j.id, res, jerr))
 }
 
 // run runs the gateway and encodes its result. A panic is an internal

@@ -13,9 +13,9 @@ import (
 // request, and the response handed from the connection's reader
 // straight to this goroutine. It reports lean false when the call must
 // go through the SDK instead: the session is not stdio, or it speaks
-// protocol 2026-07-28 and the SDK has not yet sent the per-request
-// _meta it needs, or the server answered that it needs input (the SDK's
-// client runs that exchange, and the call is made again through it).
+// protocol 2026-07-28 or later (see upstreamProtocol), or the server
+// answered that it needs input (the SDK's client runs that exchange,
+// and the call is made again through it).
 func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool string, args any, progress string) (*mcp.CallToolResult, bool, error) {
 	s.mu.Lock()
 	line := s.line
@@ -26,15 +26,10 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 	if line == nil {
 		return nil, false, nil
 	}
-	meta := map[string]any{"progressToken": progress}
-	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= protocol20260728 {
-		kept := line.requestMeta()
-		if kept == nil {
-			return nil, false, nil
-		}
-		for k, v := range kept {
-			meta[k] = v
-		}
+	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion >= protocol20260728 {
+		// Each request of 2026-07-28 carries the client's info and
+		// capabilities in _meta, which the SDK's client writes.
+		return nil, false, nil
 	}
 	if args == nil {
 		args = map[string]any{}
@@ -42,8 +37,8 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 	params, err := json.Marshal(struct {
 		Name      string         `json:"name"`
 		Arguments any            `json:"arguments"`
-		Meta      map[string]any `json:"_meta"`
-	}{tool, args, meta})
+		Meta      map[string]any `json:"_meta,omitempty"`
+	}{tool, args, map[string]any{"progressToken": progress}})
 	if err != nil {
 		return nil, true, fmt.Errorf("encoding the arguments of %s: %w", tool, err)
 	}
@@ -112,3 +107,10 @@ func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 // protocol20260728 is the first protocol version whose requests carry
 // the client's protocol version, info and capabilities in _meta.
 const protocol20260728 = "2026-07-28"
+
+// upstreamProtocol is the protocol version the engine asks servers for.
+// Every server in use today speaks it, and it spares each request the
+// client's info and capabilities, which under 2026-07-28 the server
+// decodes again on every call (docs/benchmarks.md). A server that only
+// speaks a later version answers with it, and the session uses that.
+const upstreamProtocol = "2025-11-25"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,8 +42,7 @@ type lineTransport struct {
 	tap lineTap
 	// client marks the engine's end of an upstream connection: besides
 	// the SDK's client, the engine makes calls of its own on it
-	// (roundTrip), and it keeps the per-request _meta the SDK sends under
-	// protocol 2026-07-28 so that those calls can carry the same.
+	// (roundTrip).
 	client bool
 }
 
@@ -106,9 +106,6 @@ type lineConn struct {
 	pendMu  sync.Mutex
 	pending map[string]chan *jsonrpc.Response
 	nextID  atomic.Uint64
-	// reqMeta is the per-request _meta (protocol version, client info
-	// and capabilities) the SDK's client sent, once it sent one.
-	reqMeta atomic.Pointer[map[string]json.RawMessage]
 }
 
 // errMessageTooLarge means one inbound message exceeded the connection's
@@ -229,11 +226,6 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.tap != nil {
 		c.tap.outbound(msg)
 	}
-	if c.pending != nil && c.reqMeta.Load() == nil {
-		if r, ok := msg.(*jsonrpc.Request); ok {
-			c.keepMeta(r.Params)
-		}
-	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("marshaling message: %w", err)
@@ -320,6 +312,10 @@ func (c *lineConn) consume(msg jsonrpc.Message) bool {
 				c.pendMu.Unlock()
 				if ch != nil {
 					ch <- r // buffered: never blocks
+					// Let the caller, now runnable, run before this
+					// goroutine reads on: the next read is a system call
+					// that would come first on the call's path.
+					runtime.Gosched()
 				}
 				// A response nobody waits for answers a call given up
 				// on: it is dropped.
@@ -397,35 +393,4 @@ func (c *lineConn) cancelCall(id string, why error) {
 	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
 		"params": map[string]any{"requestId": id, "reason": why.Error()}})
 	_ = c.writeLine(note)
-}
-
-// keepMeta keeps the per-request _meta of an outbound request of the
-// SDK's client when it carries a protocol version (protocol 2026-07-28
-// and later), for the engine's own calls to send as well.
-func (c *lineConn) keepMeta(params json.RawMessage) {
-	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
-		return
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.Meta[mcp.MetaKeyProtocolVersion] == nil {
-		return
-	}
-	keep := map[string]json.RawMessage{}
-	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
-		if v, ok := p.Meta[k]; ok {
-			keep[k] = v
-		}
-	}
-	c.reqMeta.Store(&keep)
-}
-
-// requestMeta is the _meta the SDK's client sends with each request, or
-// nil if it has sent none.
-func (c *lineConn) requestMeta() map[string]json.RawMessage {
-	if m := c.reqMeta.Load(); m != nil {
-		return *m
-	}
-	return nil
 }

@@ -107,6 +107,33 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if e.opts.DisableAudit {
 		return
 	}
+	r.Time = time.Now()
+	if h, _ := ctx.Value(heldRecordsKey{}).(*heldRecords); h != nil && h.hold(func() audit.Record { return r }) {
+		return
+	}
+	e.push(r)
+}
+
+// recordLater is record for a record that costs something to build:
+// when ctx holds its records (withHeldRecords), build runs when they are
+// released, after the call's answer is written. The record keeps the
+// time of this call.
+func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
+	if e.opts.DisableAudit {
+		return
+	}
+	if h, _ := ctx.Value(heldRecordsKey{}).(*heldRecords); h != nil {
+		at := time.Now()
+		if h.hold(func() audit.Record { r := build(); r.Time = at; return r }) {
+			return
+		}
+	}
+	e.record(ctx, build())
+}
+
+// push opens the log on first use, adds the engine's workspace, session
+// and surface to r and hands it to the log's writer.
+func (e *Engine) push(r audit.Record) {
 	e.auditOnce.Do(func() {
 		// The redact decision of the current config, looked up per string:
 		// the log may open before the first config is in place (for the
@@ -134,13 +161,50 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 		go q.run(e)
 		e.audit.Store(q)
 	})
-	r.Time = time.Now()
 	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
 	e.auditMu.RLock()
 	defer e.auditMu.RUnlock()
 	if q := e.audit.Load(); q != nil {
 		q.ch <- r
 	}
+}
+
+// heldRecords holds the audit records a lean call makes until its answer
+// is written (withHeldRecords), so that neither building them nor waking
+// the log's writer is on the call's path. A record made after the
+// release goes straight to the log.
+type heldRecords struct {
+	mu       sync.Mutex
+	recs     []func() audit.Record
+	released bool
+}
+
+type heldRecordsKey struct{}
+
+// withHeldRecords returns a context whose records are held until release
+// is called; release must be called, and may be called more than once.
+func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func()) {
+	h := &heldRecords{}
+	return context.WithValue(ctx, heldRecordsKey{}, h), func() {
+		h.mu.Lock()
+		recs := h.recs
+		h.recs, h.released = nil, true
+		h.mu.Unlock()
+		for _, build := range recs {
+			e.push(build())
+		}
+	}
+}
+
+// hold keeps a record's builder unless the records were released.
+func (h *heldRecords) hold(build func() audit.Record) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return false
+	}
+	h.recs = append(h.recs, build)
+	return true
 }
 
 // Bounds of a redactMemo.
@@ -278,8 +342,13 @@ func callRecord(in ToolInput, d ToolDecision, args json.RawMessage) audit.Record
 
 // finishRecord fills the outcome of a call into its record.
 func finishRecord(r *audit.Record, status string, start time.Time, output string, cacheID string, truncated bool) {
+	finishRecordAt(r, status, time.Since(start), output, cacheID, truncated)
+}
+
+// finishRecordAt is finishRecord for a call that took took.
+func finishRecordAt(r *audit.Record, status string, took time.Duration, output string, cacheID string, truncated bool) {
 	r.Status = status
-	r.DurationMS = time.Since(start).Milliseconds()
+	r.DurationMS = took.Milliseconds()
 	r.ResultBytes = int64(len(output))
 	if output != "" {
 		sum := sha256.Sum256([]byte(output))

@@ -279,7 +279,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 		if err != nil {
 			return nil, nil, "", 0, err
 		}
-		cs, err := client.Connect(ctx, t, nil)
+		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 		return cs, t.lineConn(), cue.TransportStdio, 0, err
 	}
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
@@ -295,7 +295,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 		}
 		oauth = h
 	}
-	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, nil)
+	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	return cs, nil, transport, ht.lastPOST.Load(), err
 }
 

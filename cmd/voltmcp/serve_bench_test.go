@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +29,9 @@ const cliChildEnv = "VOLTMCP_TEST_RUN_CLI"
 // runIfCLIChild runs the CLI with the process's arguments and exits, when
 // the test binary was started by cliCommand.
 func runIfCLIChild() {
+	if os.Getenv(relayChildEnv) == "1" {
+		os.Exit(relay(os.Args[1], os.Args[2:]))
+	}
 	if os.Getenv(cliChildEnv) != "1" {
 		return
 	}
@@ -45,6 +51,49 @@ func runIfCLIChild() {
 	if code != 0 {
 		os.Exit(code)
 	}
+}
+
+// relayChildEnv makes the test binary a relay: a process that starts the
+// command in its arguments and copies bytes between its own stdio and
+// the command's, reading nothing of them. It is the least any process
+// between an agent and a server can cost (BenchmarkServeProcessCall's
+// via=relay).
+const relayChildEnv = "VOLTMCP_TEST_RELAY"
+
+// relayEnvEnv carries, as a JSON object, the environment the relay gives
+// its child.
+const relayEnvEnv = "VOLTMCP_TEST_RELAY_ENV"
+
+// relay runs name with args and copies stdin to it and its stdout to
+// stdout until either side ends.
+func relay(name string, args []string) int {
+	cmd := exec.Command(name, args...)
+	var env map[string]string
+	_ = json.Unmarshal([]byte(os.Getenv(relayEnvEnv)), &env)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, relayChildEnv+"=") && !strings.HasPrefix(kv, relayEnvEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 1
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		return 1
+	}
+	go func() { _, _ = io.Copy(in, os.Stdin); in.Close() }()
+	_, _ = io.Copy(os.Stdout, out)
+	_ = cmd.Wait()
+	return 0
 }
 
 // cliCommand is the voltmcp command line args, run by the test binary.
@@ -74,41 +123,99 @@ func benchProject(b *testing.B) string {
 // BenchmarkServeProcessCall is a tools/call through `voltmcp serve` run as
 // its own process, the way an agent runs it: the agent (this process,
 // with the SDK's client) speaks stdio to voltmcp, which speaks stdio to
-// the upstream server, a third process. via=direct makes the same call
-// with the same client straight to the same upstream. The gateway's goal
-// is a call within 1.5 times the direct one; p50 and p99 are reported.
-// proto is the protocol version the agent asks for: 2025-11-25, which
-// today's agents speak, and 2026-07-28, the SDK's default, under which
-// every request carries the client's info and capabilities in _meta.
+// the upstream server, a third process. The same loop makes the same
+// call two more ways, so that all three share the machine's load at
+// each moment: direct, with the same client straight to an instance of
+// the same upstream, and relay, through a process that only copies bytes
+// both ways (the least any process in between can cost). The order of
+// the three turns each iteration.
+//
+// p50 and p99 of each way are reported (serve-p50-µs, ...), and
+// serve/direct is the ratio of the p50s: the gateway's goal is 1.5 or
+// less. proto is the protocol version the agent asks for: 2025-11-25,
+// which today's agents speak, and 2026-07-28, the SDK's default, under
+// which every request carries the client's info and capabilities in
+// _meta.
 func BenchmarkServeProcessCall(b *testing.B) {
 	args := map[string]any{"text": "hello, gateway"}
 	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
-		b.Run("proto="+proto+"/via=serve", func(b *testing.B) {
+		b.Run("proto="+proto, func(b *testing.B) {
+			ctx := context.Background()
 			project := benchProject(b)
 			home := b.TempDir()
-			cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
-			cs := connectCommand(b, cmd, proto)
-			params := &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": args}}
-			ctx := context.Background()
-			// The first call starts the upstream.
-			if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
-				b.Fatalf("call through serve: %v %v", res, err)
+			serve := connectCommand(b, cliCommand("serve", "--home", home, "--project", project, "--approve"), proto)
+			viaServe := &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": args}}
+			direct := connectCommand(b, upstreamCommand(false), proto)
+			relayed := connectCommand(b, upstreamCommand(true), proto)
+			viaDirect := &mcp.CallToolParams{Name: "echo", Arguments: args}
+			ways := []struct {
+				name string
+				call func() error
+			}{
+				{"serve", func() error {
+					res, err := serve.CallTool(ctx, viaServe)
+					if err == nil && res.IsError {
+						err = fmt.Errorf("call through serve: %s", res.Content[0].(*mcp.TextContent).Text)
+					}
+					return err
+				}},
+				{"direct", func() error { _, err := direct.CallTool(ctx, viaDirect); return err }},
+				{"relay", func() error { _, err := relayed.CallTool(ctx, viaDirect); return err }},
 			}
-			timeCalls(b, func() error { _, err := cs.CallTool(ctx, params); return err })
-		})
-		b.Run("proto="+proto+"/via=direct", func(b *testing.B) {
-			name, cargs, env := mcptest.Command(mcptest.ModeBehave)
-			cmd := exec.Command(name, cargs...)
-			cmd.Env = os.Environ()
-			for k, v := range env {
-				cmd.Env = append(cmd.Env, k+"="+v)
+			// Warm up: the first call through serve starts the upstream.
+			for range 50 {
+				for _, w := range ways {
+					if err := w.call(); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-			cs := connectCommand(b, cmd, proto)
-			params := &mcp.CallToolParams{Name: "echo", Arguments: args}
-			ctx := context.Background()
-			timeCalls(b, func() error { _, err := cs.CallTool(ctx, params); return err })
+			d := make([][]time.Duration, len(ways))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				for k := range ways {
+					w := (i + k) % len(ways)
+					start := time.Now()
+					if err := ways[w].call(); err != nil {
+						b.Fatal(err)
+					}
+					d[w] = append(d[w], time.Since(start))
+				}
+				i++
+			}
+			p50 := make([]float64, len(ways))
+			for w := range ways {
+				var p99 float64
+				p50[w], p99 = percentiles(d[w])
+				b.ReportMetric(p50[w], ways[w].name+"-p50-µs")
+				b.ReportMetric(p99, ways[w].name+"-p99-µs")
+			}
+			if p50[1] > 0 {
+				b.ReportMetric(p50[0]/p50[1], "serve/direct")
+			}
 		})
 	}
+}
+
+// upstreamCommand starts the benchmark's upstream server, alone or
+// behind a relay.
+func upstreamCommand(relayed bool) *exec.Cmd {
+	name, args, env := mcptest.Command(mcptest.ModeBehave)
+	cmd := exec.Command(name, args...)
+	cmd.Env = os.Environ()
+	if relayed {
+		// The server's environment goes to the relay's child only: in the
+		// relay's own, it would make the test binary the server.
+		data, _ := json.Marshal(env)
+		cmd = exec.Command(os.Args[0], append([]string{name}, args...)...)
+		cmd.Env = append(os.Environ(), relayChildEnv+"=1", relayEnvEnv+"="+string(data))
+		return cmd
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd
 }
 
 // connectCommand starts cmd as an MCP server and connects the SDK's
@@ -124,22 +231,13 @@ func connectCommand(b *testing.B, cmd *exec.Cmd, proto string) *mcp.ClientSessio
 	return cs
 }
 
-// timeCalls runs call b.N times and reports p50 and p99 besides the mean.
-func timeCalls(b *testing.B, call func() error) {
-	b.Helper()
-	var d []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-		d = append(d, time.Since(start))
-	}
+// percentiles returns the p50 and p99 of d in microseconds.
+func percentiles(d []time.Duration) (p50, p99 float64) {
 	if len(d) == 0 {
-		return
+		return 0, 0
 	}
+	d = slices.Clone(d)
 	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(d[min(len(d)-1, len(d)*99/100)].Microseconds()), "p99-µs")
+	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1e3 }
+	return us(d[len(d)/2]), us(d[min(len(d)-1, len(d)*99/100)])
 }

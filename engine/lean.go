@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,8 +38,6 @@ type leanServe struct {
 	closing     bool                            // drain began: no lean call starts
 
 	wg sync.WaitGroup
-	// jobs hands a call to an idle worker.
-	jobs chan *leanJob
 	// answered counts the calls the lean path answered (or tried to:
 	// it counts before the write).
 	answered atomic.Int64
@@ -50,7 +46,7 @@ type leanServe struct {
 }
 
 func newLeanServe(ctx context.Context, e *Engine) *leanServe {
-	return &leanServe{e: e, ctx: ctx, jobs: make(chan *leanJob), inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
+	return &leanServe{e: e, ctx: ctx, inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
 }
 
 // drain implements lineTap: it waits for the lean calls in flight to
@@ -86,10 +82,10 @@ type leanCallParams struct {
 }
 
 // inbound implements lineTap.
-func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) bool {
+func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func()) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return false
+		return false, nil
 	}
 	switch req.Method {
 	case "initialize":
@@ -105,39 +101,36 @@ func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) bool {
 			RequestID any `json:"requestId"`
 		}
 		if json.Unmarshal(req.Params, &p) != nil {
-			return false
+			return false, nil
 		}
 		id, err := jsonrpc.MakeID(p.RequestID)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		l.mu.Lock()
 		cancel := l.inflight[id.Raw()]
 		l.mu.Unlock()
 		if cancel == nil {
-			return false // the SDK's, or already answered
+			return false, nil // the SDK's, or already answered
 		}
 		cancel(errAgentCancelled)
-		return true
+		return true, nil
 	case "tools/call":
 		if !req.IsCall() {
-			return false
+			return false, nil
 		}
 		var p leanCallParams
 		if json.Unmarshal(req.Params, &p) != nil || p.Name != GatewayToolName {
-			return false
+			return false, nil
 		}
 		complete, ok := l.accepts(p.Meta)
 		if !ok {
-			return false
+			return false, nil
 		}
-		if !l.start(c, req.ID, p.Arguments, complete) {
-			return false
-		}
-		runtime.Gosched()
-		return true
+		work := l.start(c, req.ID, p.Arguments, complete)
+		return work != nil, work
 	}
-	return false
+	return false, nil
 }
 
 // accepts reports whether the lean path may answer a call carrying
@@ -198,15 +191,16 @@ func (l *leanServe) outbound(msg jsonrpc.Message) {
 	}
 }
 
-// start runs one call of the mcp tool on a worker goroutine. It
-// reports false, leaving the call to the SDK, when the connection is
-// closing or a call with the same id is in flight.
-func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) bool {
+// start prepares one call of the mcp tool and returns the work that
+// runs it, which the connection runs on its reader's goroutine while
+// another reads on. It returns nil, leaving the call to the SDK, when
+// the connection is closing or a call with the same id is in flight.
+func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) func() {
 	key := id.Raw()
 	l.mu.Lock()
 	if l.closing || l.inflight[key] != nil {
 		l.mu.Unlock()
-		return false
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(l.ctx)
 	ctx, release := l.e.withHeldRecords(ctx)
@@ -214,12 +208,7 @@ func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, comp
 	l.wg.Add(1)
 	l.mu.Unlock()
 	j := &leanJob{c: c, id: id, ctx: ctx, cancel: cancel, release: release, args: args, complete: complete}
-	select {
-	case l.jobs <- j: // an idle worker takes it
-	default:
-		go l.worker(j)
-	}
-	return true
+	return func() { l.serve(j) }
 }
 
 // leanJob is one call of the mcp tool.
@@ -231,30 +220,6 @@ type leanJob struct {
 	release  func() // writes the call's held audit records
 	args     json.RawMessage
 	complete bool
-}
-
-// leanWorkerIdle is how long a worker waits for another call before it
-// ends. Workers outlive a call so that the next one runs on a stack
-// already grown to what a call needs: growing a new goroutine's stack
-// costs more than the rest of the hand-off.
-const leanWorkerIdle = 10 * time.Second
-
-// worker runs j, then each call handed to it, until it has been idle
-// for leanWorkerIdle or the serve ends.
-func (l *leanServe) worker(j *leanJob) {
-	idle := time.NewTimer(leanWorkerIdle)
-	defer idle.Stop()
-	for {
-		l.serve(j)
-		idle.Reset(leanWorkerIdle)
-		select {
-		case j = <-l.jobs:
-		case <-idle.C:
-			return
-		case <-l.ctx.Done():
-			return
-		}
-	}
 }
 
 // serve runs one call and writes its answer, unless the agent cancelled

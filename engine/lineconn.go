@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,8 +51,9 @@ type lineTransport struct {
 // goroutine, before they reach the SDK.
 type lineTap interface {
 	// inbound reports whether it consumed msg; a consumed message never
-	// reaches the SDK. It must not block.
-	inbound(c *lineConn, msg jsonrpc.Message) bool
+	// reaches the SDK. It must not block; work it returns runs on the
+	// reader's goroutine while another goroutine reads on.
+	inbound(c *lineConn, msg jsonrpc.Message) (consumed bool, work func())
 	// outbound sees each message the SDK writes.
 	outbound(msg jsonrpc.Message)
 	// drain waits, before the connection closes, for the answers the
@@ -66,7 +68,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		max = defaultMaxMessage
 	}
 	c := &lineConn{r: t.r, w: t.w, tap: t.tap, incoming: make(chan lineMsg), closed: make(chan struct{}),
-		readDone: make(chan struct{})}
+		readDone: make(chan struct{}), lanes: make(chan *lineReader)}
 	if t.client {
 		c.pending = map[string]chan *jsonrpc.Response{}
 	}
@@ -98,7 +100,9 @@ type lineConn struct {
 
 	// readDone closes when the reader stops, after readErr is set.
 	readDone chan struct{}
-	readErr  error
+	// lanes hands the reader's state to an idle lane.
+	lanes   chan *lineReader
+	readErr error
 
 	// The engine's own calls (client connections only): pending maps
 	// the id of each call in flight to where its response goes; it is
@@ -121,38 +125,91 @@ var errBatch = errors.New("JSON-RPC batches are not supported (MCP removed them 
 // unblock on close.
 func (c *lineConn) readLoop(max int) {
 	c.readErr = io.EOF
-	defer close(c.readDone)
-	var lim *frameLimit
+	r := &lineReader{}
 	var src io.Reader = c.r
 	if max > 0 {
-		lim = &frameLimit{r: c.r, n: max}
-		src = lim
+		r.lim = &frameLimit{r: c.r, n: max}
+		src = r.lim
 	}
-	dec := json.NewDecoder(src)
+	r.dec = json.NewDecoder(src)
+	c.lane(r)
+}
+
+// lineReader is the state of reading a connection: whichever goroutine
+// holds it is the connection's reader.
+type lineReader struct {
+	dec *json.Decoder
+	lim *frameLimit
+}
+
+// next starts the count of the next message.
+func (r *lineReader) next() {
+	if r.lim != nil {
+		r.lim.reset(r.dec.Buffered())
+	}
+}
+
+// laneIdle is how long a goroutine that ran a tap's work waits to read
+// again before it ends.
+const laneIdle = 10 * time.Second
+
+// lane reads with r and, when the tap hands it work, gives r to another
+// goroutine (an idle lane, or a new one) and does the work itself, on a
+// stack already grown to what such work needs when the lane ran work
+// before. Then it waits to become the reader again. Only one lane holds
+// r at a time, so messages reach the SDK in order.
+func (c *lineConn) lane(r *lineReader) {
 	for {
-		msg, err := decodeMessage(dec)
-		if errors.Is(err, io.ErrUnexpectedEOF) && lim != nil && lim.hit {
+		work, ended := c.read(r)
+		if ended {
+			close(c.readDone)
+			return
+		}
+		select {
+		case c.lanes <- r:
+		default:
+			go c.lane(r)
+		}
+		work()
+		idle := time.NewTimer(laneIdle)
+		select {
+		case r = <-c.lanes:
+			idle.Stop()
+		case <-idle.C:
+			return
+		case <-c.closed:
+			idle.Stop()
+			return
+		}
+	}
+}
+
+// read decodes messages until the stream ends or fails (ended) or the
+// tap hands it work to run.
+func (c *lineConn) read(r *lineReader) (work func(), ended bool) {
+	for {
+		msg, err := decodeMessage(r.dec)
+		if errors.Is(err, io.ErrUnexpectedEOF) && r.lim != nil && r.lim.hit {
 			err = errMessageTooLarge
 		}
 		if err != nil {
 			c.readErr = err
-		} else if c.consume(msg) {
-			if lim != nil {
-				lim.reset(dec.Buffered())
+		} else if ok, work := c.consume(msg); ok {
+			r.next()
+			if work != nil {
+				return work, false
 			}
 			continue
 		}
 		select {
 		case c.incoming <- lineMsg{msg, err}:
 		case <-c.closed:
-			return
+			return nil, true
 		}
 		if err != nil {
-			return
+			return nil, true
 		}
-		if lim != nil {
-			lim.reset(dec.Buffered())
-		}
+		r.next()
 	}
 }
 
@@ -301,8 +358,9 @@ const ownIDPrefix = "voltmcp-"
 
 // consume routes a decoded message that is not the SDK's: the response
 // to one of the engine's own calls, or a message the tap answers. It
-// reports whether msg was consumed.
-func (c *lineConn) consume(msg jsonrpc.Message) bool {
+// reports whether msg was consumed, and the work the tap wants run for
+// it, if any.
+func (c *lineConn) consume(msg jsonrpc.Message) (bool, func()) {
 	if c.pending != nil {
 		if r, ok := msg.(*jsonrpc.Response); ok {
 			if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, ownIDPrefix) {
@@ -319,11 +377,14 @@ func (c *lineConn) consume(msg jsonrpc.Message) bool {
 				}
 				// A response nobody waits for answers a call given up
 				// on: it is dropped.
-				return true
+				return true, nil
 			}
 		}
 	}
-	return c.tap != nil && c.tap.inbound(c, msg)
+	if c.tap == nil {
+		return false, nil
+	}
+	return c.tap.inbound(c, msg)
 }
 
 // errConnClosed means the connection ended while a call waited.

@@ -120,6 +120,10 @@ func benchProject(b *testing.B) string {
 	return dir
 }
 
+// batchCalls is how many calls in a row BenchmarkServeProcessCall makes
+// one way under calls=batched.
+const batchCalls = 64
+
 // BenchmarkServeProcessCall is a tools/call through `voltmcp serve` run as
 // its own process, the way an agent runs it: the agent (this process,
 // with the SDK's client) speaks stdio to voltmcp, which speaks stdio to
@@ -127,8 +131,8 @@ func benchProject(b *testing.B) string {
 // call two more ways, so that all three share the machine's load at
 // each moment: direct, with the same client straight to an instance of
 // the same upstream, and relay, through a process that only copies bytes
-// both ways (the least any process in between can cost). The order of
-// the three turns each iteration.
+// both ways (the least any process in between can cost). Each iteration
+// makes three calls; which way each takes depends on calls (below).
 //
 // p50 and p99 of each way are reported (serve-p50-µs, ...), and
 // serve/direct is the ratio of the p50s: the gateway's goal is 1.5 or
@@ -138,8 +142,16 @@ func benchProject(b *testing.B) string {
 // _meta.
 func BenchmarkServeProcessCall(b *testing.B) {
 	args := map[string]any{"text": "hello, gateway"}
-	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
-		b.Run("proto="+proto, func(b *testing.B) {
+	for _, c := range []struct {
+		proto   string
+		batched bool
+	}{{"2025-11-25", false}, {"2025-11-25", true}, {"2026-07-28", false}, {"2026-07-28", true}} {
+		proto, batched := c.proto, c.batched
+		calls := "interleaved"
+		if batched {
+			calls = "batched"
+		}
+		b.Run("proto="+proto+"/calls="+calls, func(b *testing.B) {
 			ctx := context.Background()
 			project := benchProject(b)
 			home := b.TempDir()
@@ -175,7 +187,15 @@ func BenchmarkServeProcessCall(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				for k := range ways {
+					// calls=interleaved turns the way every call, so each
+					// call finds the processes it crosses idle, as an
+					// agent's calls seconds apart do; calls=batched makes
+					// runs of batchCalls calls one way, as an agent in a
+					// loop of calls does.
 					w := (i + k) % len(ways)
+					if batched {
+						w = (i / batchCalls) % len(ways)
+					}
 					start := time.Now()
 					if err := ways[w].call(); err != nil {
 						b.Fatal(err)

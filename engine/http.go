@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -25,6 +27,10 @@ type headerTransport struct {
 	lookup   func(string) (string, bool)
 	scrub    *scrubber
 	lastPOST atomic.Int32
+	// maxMessage bounds one message of a response (boundedBody); zero
+	// means no bound. trips, when set, counts the responses cut short.
+	maxMessage int
+	trips      *atomic.Int64
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -71,8 +77,60 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && req.Method == http.MethodPost {
 		t.lastPOST.Store(int32(resp.StatusCode))
 	}
+	if err == nil && t.maxMessage > 0 && resp.Body != nil {
+		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		resp.Body = &boundedBody{rc: resp.Body, max: t.maxMessage, events: ct == "text/event-stream", eol: true, trips: t.trips}
+	}
 	return resp, err
 }
+
+// boundedBody bounds what one message of an HTTP response may take, as
+// lineTransport does on stdio: the whole body of a JSON response, each
+// event of an event stream (Streamable HTTP answers a call with one;
+// legacy SSE keeps one open). Past the bound, reads fail with
+// errMessageTooLarge, so a server cannot make the gateway buffer an
+// endless message.
+type boundedBody struct {
+	rc     io.ReadCloser
+	max    int
+	events bool // text/event-stream: the count starts again at each event
+	n      int  // bytes of the current message
+	eol    bool // the last byte ended a line
+	cr     bool // the last byte was a CR (of a CRLF, perhaps)
+	err    error
+	trips  *atomic.Int64 // counts bodies cut short, when set
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n' && b.cr:
+			b.cr = false // CRLF ends one line
+		case c == '\n' || c == '\r':
+			if b.eol && b.events {
+				b.n = 0 // an empty line ends an event
+			}
+			b.eol, b.cr = true, c == '\r'
+		default:
+			b.eol, b.cr = false, false
+		}
+		b.n++
+	}
+	if b.n > b.max {
+		b.err = errMessageTooLarge
+		if b.trips != nil {
+			b.trips.Add(1)
+		}
+		return n, b.err
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
 
 // httpClient returns the client for one HTTP server. It refuses redirects
 // to another origin: a configured header (an API key, say) must not

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -67,6 +68,11 @@ type supervisor struct {
 	lim         bound.Limits
 	limNotes    []string
 	callTimeout time.Duration
+
+	// oversized counts HTTP responses cut short at maxMessageBytes: the
+	// SDK reports such a call as ended without a response, and the count
+	// lets the error say why.
+	oversized atomic.Int64
 }
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
@@ -286,7 +292,8 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 	if err != nil {
 		return nil, nil, "", 0, err
 	}
-	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub}
+	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub,
+		maxMessage: messageCap(s.lim), trips: &s.oversized}
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {
 		h, err := s.newOAuthHandler(endpoint)
@@ -694,6 +701,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	timeout := s.callTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	tripsBefore := s.oversized.Load()
 	res, lean, err := s.leanCall(cctx, cs, tool, args, callID)
 	if !lean {
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
@@ -703,6 +711,8 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	if err != nil {
 		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			err = fmt.Errorf("call %s timed out after %s", tool, timeout)
+		} else if s.oversized.Load() != tripsBefore {
+			err = fmt.Errorf("%w: %v", errMessageTooLarge, err)
 		}
 		return nil, s.scrub.err(err)
 	}

@@ -13,7 +13,8 @@ import (
 // URLs: one speaks Streamable HTTP at path /mcp, the other legacy HTTP+SSE
 // at path /sse. Each has its own mcp.Server, so that a change made through
 // one (mode list-changed) does not show in the other. Both stop when the
-// test ends. Mode is behave, hang-call or list-changed.
+// test ends. Mode is behave, hang-call, list-changed, or one of the
+// oversized-output modes flood-result, binary-result and huge-resource.
 //
 // A call to the hang tool returns only when the test ends, and a go-sdk
 // server closes a session only once its handlers return: until then,
@@ -30,8 +31,8 @@ func ServeHTTP(t testing.TB, mode string) (streamableURL, sseURL string) {
 
 // ServeStreamableOnly serves mode over Streamable HTTP at the returned URL,
 // where POST works but GET (which opens the server-to-client SSE stream, or
-// a legacy SSE session) gets 405 Method Not Allowed. Mode is behave,
-// hang-call, list-changed, repeat-cursor, bad-metadata, or one of the raw
+// a legacy SSE session) gets 405 Method Not Allowed. Mode is one of
+// ServeHTTP's, repeat-cursor, bad-metadata, or one of the raw
 // hostile modes that only answer (huge-metadata, many-tools, schema-bomb
 // and the rug-pull modes); the raw modes are served by a sessionless
 // server that answers each POST with JSON.
@@ -53,8 +54,8 @@ func ServeStreamableOnly(t testing.TB, mode string) string {
 // ServeSSEOnly serves mode over legacy HTTP+SSE only, as servers from
 // before Streamable HTTP do: a GET of the returned URL opens a session, a
 // POST to it with the session's query (the endpoint the server announces)
-// carries a message, and any other POST gets 404 Not Found. Mode is
-// behave, hang-call or list-changed.
+// carries a message, and any other POST gets 404 Not Found. Its modes are
+// ServeHTTP's.
 func ServeSSEOnly(t testing.TB, mode string) string {
 	t.Helper()
 	requireHTTPMode(t, mode, false)

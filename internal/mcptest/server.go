@@ -91,7 +91,11 @@ func isRawHTTPMode(mode string) bool {
 // serve those that do not act on the process (exit it, fork it, flood its
 // stderr).
 func isHTTPMode(mode string) bool {
-	return mode == ModeBehave || mode == ModeHangCall || mode == ModeListChanged
+	switch mode {
+	case ModeBehave, ModeHangCall, ModeListChanged, ModeFloodResult, ModeBinaryResult, ModeHugeResource:
+		return true
+	}
+	return false
 }
 
 // knownMode reports whether mode is one of the modes above.

@@ -591,13 +591,14 @@ func (e *Engine) Approve(ctx context.Context, server string, tools ...string) er
 
 // pinSummary says how many changes wait for approval and why pins fail,
 // for the server's summary.
-func (s *supervisor) pinSummary() (pending int, pinErr string) {
+func (s *supervisor) pinSummary() (pending int, quarantined bool, pinErr string) {
 	p, failure, err := s.currentPins()
 	switch {
 	case err != nil:
-		return 0, err.Error() + "; every tool of this server counts as changed (escalation)"
+		return 0, false, err.Error() + "; every tool of this server counts as changed (escalation)"
 	case failure != "":
-		return len(p.Pending), failure + "; every tool of this server counts as changed (escalation)"
+		return len(p.Pending), false, failure + "; every tool of this server counts as changed (escalation)"
 	}
-	return len(p.Pending), ""
+	held := p.Approval != nil && !p.Approval.Approved && p.Approval.By == pin.ByQuarantine
+	return len(p.Pending), held, ""
 }

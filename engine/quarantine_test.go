@@ -82,6 +82,17 @@ func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
 	if r := gw(t, e, GatewayInput{Action: "describe", Server: "fresh", Tool: "echo"}); r.IsError || !strings.Contains(r.Text, "echo") {
 		t.Errorf("describe of a quarantined tool: %s", r.Text)
 	}
+	// status says which server waits, and how to let it through.
+	if sum, _ := e.Server("fresh"); !sum.Quarantined {
+		t.Errorf("the summary of the quarantined server: %+v", sum)
+	}
+	if sum, _ := e.Server("old"); sum.Quarantined {
+		t.Errorf("the summary of the approved server says quarantined")
+	}
+	if st := gw(t, e, GatewayInput{Action: "status"}); !strings.Contains(st.Text, `"quarantined":true`) ||
+		!strings.Contains(st.Text, "voltmcp approve fresh") {
+		t.Errorf("status does not show the quarantined server: %s", clip(st.Text, 2000))
+	}
 	pins, err := e.Pins(ctx, "fresh")
 	if err != nil || len(pins) == 0 || !pins[0].Quarantined {
 		t.Errorf("pins of the quarantined server: %+v, %v", pins, err)
@@ -112,6 +123,9 @@ func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
 	}
 	if m := searchMatch(t, e, "echo text back", "fresh", "echo"); m.Pending != "" {
 		t.Errorf("search still shows the approved server as pending: %+v", m)
+	}
+	if sum, _ := e.Server("fresh"); sum.Quarantined {
+		t.Errorf("the summary of the approved server still says quarantined")
 	}
 	e.Close()
 

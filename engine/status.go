@@ -89,27 +89,33 @@ type MetadataIssue struct {
 	// PendingChanges counts tool changes waiting for approval.
 	PendingChanges int    `json:"pendingChanges,omitempty"`
 	PinError       string `json:"pinError,omitempty"`
+	// Quarantined: the server waits for approval (ServerSummary).
+	Quarantined bool `json:"quarantined,omitempty"`
 }
 
 // maxIssueItems bounds the items of one server in the status action.
 const maxIssueItems = 10
 
 // metadataIssues lists the servers whose last discovery dropped or
-// cleaned items, whose tools have changes waiting for approval, or whose
-// pins cannot be used, in the order given.
+// cleaned items, whose tools have changes waiting for approval, which
+// wait for approval themselves, or whose pins cannot be used, in the
+// order given.
 func metadataIssues(servers []ServerSummary) []MetadataIssue {
 	var out []MetadataIssue
 	for _, s := range servers {
-		if len(s.Dropped) == 0 && len(s.Cleaned) == 0 && s.PendingChanges == 0 && s.PinError == "" {
+		if len(s.Dropped) == 0 && len(s.Cleaned) == 0 && s.PendingChanges == 0 && s.PinError == "" && !s.Quarantined {
 			continue
 		}
 		is := MetadataIssue{Server: s.ID, Dropped: s.Dropped[:min(len(s.Dropped), maxIssueItems)],
-			Cleaned: s.Cleaned[:min(len(s.Cleaned), maxIssueItems)], PendingChanges: s.PendingChanges, PinError: s.PinError}
+			Cleaned: s.Cleaned[:min(len(s.Cleaned), maxIssueItems)], PendingChanges: s.PendingChanges, PinError: s.PinError, Quarantined: s.Quarantined}
 		if len(s.Dropped) > maxIssueItems || len(s.Cleaned) > maxIssueItems {
 			is.More = "voltmcp servers --json lists every item of " + s.ID
 		}
 		if s.PendingChanges > 0 {
 			is.More = strings.TrimPrefix(is.More+"; voltmcp pins "+s.ID+" shows the pending changes", "; ")
+		}
+		if s.Quarantined {
+			is.More = strings.TrimPrefix(is.More+"; new servers are held for review: voltmcp approve "+s.ID+" lets its tools be called", "; ")
 		}
 		out = append(out, is)
 	}

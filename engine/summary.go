@@ -44,6 +44,10 @@ type ServerSummary struct {
 	// server counts as changed.
 	PendingChanges int    `json:"pendingChanges,omitempty"`
 	PinError       string `json:"pinError,omitempty"`
+	// Quarantined is set while the server waits for `voltmcp approve
+	// SERVER`: it was first seen while a policy held new servers for
+	// review, and its tools are listed as pending and cannot be called.
+	Quarantined bool `json:"quarantined,omitempty"`
 	// Stderr is the tail of what a stdio server wrote to stderr (at most
 	// 4 KiB, scrubbed); StderrBytes counts all it ever wrote.
 	Stderr       string         `json:"stderr,omitempty"`
@@ -79,7 +83,7 @@ func (e *Engine) Servers() []ServerSummary {
 	out := make([]ServerSummary, 0, len(sups))
 	for _, s := range sups {
 		sum := s.summary(persist)
-		sum.PendingChanges, sum.PinError = s.pinSummary()
+		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
 		out = append(out, sum)
 	}
 	return out
@@ -92,7 +96,7 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 		return ServerSummary{}, err
 	}
 	sum := s.summary(e.opts.Config == nil)
-	sum.PendingChanges, sum.PinError = s.pinSummary()
+	sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
 	return sum, nil
 }
 

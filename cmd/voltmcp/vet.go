@@ -37,7 +37,7 @@ file. Formats: text (file:line:col like a compiler), json, sarif (GitHub code
 scanning) and github (workflow annotations).
 
 vet also compiles the Rego policies the config names (settings.policies;
-a project's as deny-only) and loads every WebAssembly plugin it names
+a project's as deny-only), and those given with --policy, and loads every WebAssembly plugin it names
 (settings.plugins): it checks each module's sha256 pin, imports, exports
 and ABI version and compiles it, without calling it. A policy that does
 not load is a policy-error, a plugin that would be refused a plugin-error,
@@ -84,6 +84,15 @@ Examples:
 				return failuref("%w", err)
 			}
 			srcs = append(slices.Clip(srcs), more...)
+		}
+		for _, p := range e.g.policies {
+			// --policy adds to the bundle as a user policy, as it does
+			// for every command that loads policies.
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return failuref("--policy %s: %w", p, err)
+			}
+			srcs = append(slices.Clip(srcs), cue.PolicySource{Path: abs, Layer: cue.LayerUser})
 		}
 		more := vetPolicies(ctx, srcs)
 		more = append(more, vetPlugins(ctx, res.Config)...)
@@ -147,7 +156,8 @@ type vetPolicy struct {
 	// path is the policy as shown and loaded: relative to the working
 	// directory when the config file is shown that way.
 	path  string
-	index int // in its file's settings.policies
+	index int  // in its file's settings.policies, or among the --policy flags
+	flag  bool // named by --policy, not by a config file
 }
 
 // vetPolicies compiles the policies srcs name, as the gateway would load
@@ -164,6 +174,13 @@ func vetPolicies(ctx context.Context, srcs []cue.PolicySource) cue.Diagnostics {
 	for i, s := range srcs {
 		entries[i] = vetPolicy{src: s, path: shownPath(s.Path, s.At.File), index: perFile[s.At.File]}
 		perFile[s.At.File]++
+	}
+	flags := 0
+	for i := range entries {
+		if entries[i].src.At.File == "" {
+			entries[i].index, entries[i].flag = flags, true
+			flags++
+		}
 	}
 	load := func(es []vetPolicy) error {
 		var o policies.Options
@@ -206,9 +223,13 @@ func policyDiagnostic(en vetPolicy, err error) cue.Diagnostic {
 	if en.src.Layer.IsProject() {
 		what, hint = "project policy (deny rules only)", "while a policy does not load the gateway fails closed and denies every call"
 	}
+	path := fmt.Sprintf("settings.policies[%d]", en.index)
+	if en.flag {
+		path = fmt.Sprintf("--policy[%d]", en.index)
+	}
 	return cue.Diagnostic{
 		Severity: cue.SeverityError, Code: cue.CodePolicyError, Layer: en.src.Layer, Position: en.src.At,
-		Path:    fmt.Sprintf("settings.policies[%d]", en.index),
+		Path:    path,
 		Message: fmt.Sprintf("%s %s does not load: %s", what, en.path, strings.TrimPrefix(err.Error(), "load policies: ")),
 		Hint:    hint,
 	}

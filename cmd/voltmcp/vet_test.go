@@ -857,6 +857,22 @@ func TestVetPolicies(t *testing.T) {
 			t.Errorf("the example policies: want no policy-error\n%s", r)
 		}
 	})
+	t.Run("flag", func(t *testing.T) {
+		t.Parallel()
+		// A policy given with --policy is checked as the config's are.
+		dir := t.TempDir()
+		write(t, dir, "bad.rego", "package voltmcp.tools\n\ndeny contains x if {\n  x :=\n}\n")
+		r := runCLI(t, nil, "vet", "--format", "json", "--home", vetHome(t, "{}"), "--project", t.TempDir(), "--policy", dir)
+		var msgs []string
+		for _, d := range decodeVetJSON(t, r).Diagnostics {
+			if cue.Code(d.Code) == cue.CodePolicyError {
+				msgs = append(msgs, d.Path+": "+d.Message)
+			}
+		}
+		if r.code != exitFindings || len(msgs) != 1 || !strings.HasPrefix(msgs[0], "--policy[0]: ") || !strings.Contains(msgs[0], "bad.rego:5") {
+			t.Errorf("a broken --policy: %q\n%s", msgs, r)
+		}
+	})
 	t.Run("conflict", func(t *testing.T) {
 		t.Parallel()
 		// Each loads on its own; together they define limit twice with

@@ -15,8 +15,9 @@ import (
 )
 
 // leanServe answers a stdio agent's tools/call of the mcp tool without
-// the SDK's server: the connection's reader decodes the request once and
-// hands it to a goroutine that runs the gateway and writes the response.
+// the SDK's server: the connection's reader decodes the request once,
+// runs the gateway and writes the response, while another goroutine
+// reads on (lineConn.lane).
 // Everything else (initialization, listing, pings, direct tools,
 // notifications, anything malformed) goes to the SDK's server as
 // before, and so does a call the lean path is not sure it would answer

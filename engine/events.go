@@ -82,6 +82,13 @@ func (b *bus) publish(ev Event) {
 	}
 }
 
+// listening reports whether anyone subscribes.
+func (b *bus) listening() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs) > 0
+}
+
 func (b *bus) subscribe(buffer int) (*subscription, func()) {
 	if buffer <= 0 {
 		buffer = 64

@@ -413,3 +413,33 @@ func plainJSON(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	delete(m, "resultType")
 	return m
 }
+
+// TestProgressOnlyWhenSomeoneListens checks that a call asks its server
+// for progress only while the engine's events have a subscriber, who is
+// the only one to see it.
+func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
+	ctx := ctxT(t, 30*time.Second)
+	s, err := e.supervisor("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 350}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.progressNotes.Load(); n != 0 {
+		t.Errorf("with nobody listening, the server sent %d progress notifications", n)
+	}
+	events, stop := e.Subscribe(64)
+	defer stop()
+	go func() {
+		for range events {
+		}
+	}()
+	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 350}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.progressNotes.Load(); n == 0 {
+		t.Error("with a subscriber, the server sent no progress")
+	}
+}

@@ -11,7 +11,8 @@ import (
 // leanCall makes a tools/call on the session's stdio connection
 // directly, without the SDK client's dispatch: one encoding of the
 // request, and the response handed from the connection's reader
-// straight to this goroutine. It reports lean false when the call must
+// straight to this goroutine. progress is the call's progress token;
+// empty asks for no progress. It reports lean false when the call must
 // go through the SDK instead: the session is not stdio, or it speaks
 // protocol 2026-07-28 or later (see upstreamProtocol), or the server
 // answered that it needs input (the SDK's client runs that exchange,
@@ -34,11 +35,15 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 	if args == nil {
 		args = map[string]any{}
 	}
+	var meta map[string]any
+	if progress != "" {
+		meta = map[string]any{"progressToken": progress}
+	}
 	params, err := json.Marshal(struct {
 		Name      string         `json:"name"`
 		Arguments any            `json:"arguments"`
 		Meta      map[string]any `json:"_meta,omitempty"`
-	}{tool, args, map[string]any{"progressToken": progress}})
+	}{tool, args, meta})
 	if err != nil {
 		return nil, true, fmt.Errorf("encoding the arguments of %s: %w", tool, err)
 	}

@@ -73,6 +73,8 @@ type supervisor struct {
 	// SDK reports such a call as ended without a response, and the count
 	// lets the error say why.
 	oversized atomic.Int64
+	// progressNotes counts the progress notifications the server sent.
+	progressNotes atomic.Int64
 }
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
@@ -658,6 +660,7 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 	if req == nil || req.Params == nil {
 		return
 	}
+	s.progressNotes.Add(1)
 	id := fmt.Sprint(req.Params.ProgressToken)
 	s.mu.Lock()
 	tool, ok := s.calls[id]
@@ -701,11 +704,21 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	timeout := s.callTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// A progress token asks the server for progress notifications, which
+	// only a subscriber to the engine's events sees (as mcp_call_update);
+	// without one, the server is not asked. Servers do work for a token
+	// even when they send nothing: with the Go SDK, about 5% of a call.
+	progress := ""
+	if s.e.bus.listening() {
+		progress = callID
+	}
 	tripsBefore := s.oversized.Load()
-	res, lean, err := s.leanCall(cctx, cs, tool, args, callID)
+	res, lean, err := s.leanCall(cctx, cs, tool, args, progress)
 	if !lean {
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
-		params.SetProgressToken(callID)
+		if progress != "" {
+			params.SetProgressToken(progress)
+		}
 		res, err = cs.CallTool(cctx, params)
 	}
 	if err != nil {

@@ -43,7 +43,8 @@ type Event struct {
 	CallStatus string `json:"callStatus,omitempty"`
 	DurationMs int64  `json:"durationMs,omitempty"`
 	// Progress, Total and Message are a server's progress report, on
-	// mcp_call_update; Message is bounded and scrubbed.
+	// mcp_call_update; Message is bounded and scrubbed. A call asks for
+	// progress only if the engine had a subscriber when it started.
 	Progress float64 `json:"progress,omitempty"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`

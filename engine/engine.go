@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -416,6 +417,24 @@ func (e *Engine) FreshMetadata(ctx context.Context, id string) (*Metadata, error
 // tool's own failure is a result with IsError set; the error is for
 // failing to reach the server or the call timing out.
 func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+	res, err := e.callTool(ctx, server, tool, args)
+	if res != nil {
+		// Structured content is a decoded value here, as the SDK's
+		// client gives it; the gateway passes it on as JSON.
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("decoding the structured content of %s: %w", tool, err)
+			}
+			res.StructuredContent = v
+		}
+	}
+	return res, err
+}
+
+// callTool is CallTool with structured content that may still be the
+// json.RawMessage the server sent (decodeToolResult).
+func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
 	s, err := e.supervisor(server)
 	if err != nil {
 		return nil, err

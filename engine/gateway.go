@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,11 @@ type GatewayInput struct {
 	StartLine     int            `json:"startLine,omitempty"`
 	EndLine       int            `json:"endLine,omitempty"`
 	Pattern       string         `json:"pattern,omitempty"`
+
+	// rawArgs is arguments as the agent sent them, when the input was
+	// decoded from JSON (decodeGatewayInput): a call passes them on
+	// without decoding and encoding them again.
+	rawArgs json.RawMessage
 }
 
 // GatewayResult is the answer of the mcp tool: Data is the structured
@@ -519,18 +525,75 @@ func compactSchema(raw json.RawMessage) json.RawMessage {
 
 // arguments returns the call's arguments from arguments or argumentsJson.
 func (in GatewayInput) arguments() (map[string]any, error) {
+	raw, err := in.rawArguments()
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		if in.Arguments == nil {
+			return map[string]any{}, nil
+		}
+		return in.Arguments, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, fmt.Errorf("arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	return args, nil
+}
+
+// callArguments returns the call's arguments for the server, and the
+// same as JSON for the audit record. Arguments that came as JSON
+// (argumentsJson, or the agent's input) go on as the JSON object they
+// are, without a second decoding.
+func (in GatewayInput) callArguments() (any, json.RawMessage, error) {
+	raw, err := in.rawArguments()
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw != nil {
+		return raw, raw, nil
+	}
+	args := in.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, nil, fmt.Errorf("arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return args, b, nil
+}
+
+// rawArguments returns the arguments given as JSON, checked to be one
+// object, or nil when they were given as a map or not at all.
+func (in GatewayInput) rawArguments() (json.RawMessage, error) {
 	if in.ArgumentsJSON != "" {
-		if in.Arguments != nil {
+		if in.Arguments != nil || in.rawArgs != nil {
 			return nil, errors.New("give arguments or argumentsJson, not both")
 		}
-		var args map[string]any
-		if err := json.Unmarshal([]byte(in.ArgumentsJSON), &args); err != nil {
-			return nil, fmt.Errorf("argumentsJson is not a JSON object: %v", strings.TrimPrefix(err.Error(), "json: "))
+		raw := json.RawMessage(in.ArgumentsJSON)
+		if err := checkObject(raw); err != nil {
+			return nil, fmt.Errorf("argumentsJson is not a JSON object: %v", err)
 		}
-		return args, nil
+		return raw, nil
 	}
-	if in.Arguments == nil {
-		return map[string]any{}, nil
+	if in.rawArgs != nil && in.Arguments == nil {
+		return in.rawArgs, nil
 	}
-	return in.Arguments, nil
+	return nil, nil
+}
+
+// checkObject reports why raw is not exactly one JSON object.
+func checkObject(raw []byte) error {
+	if err := json.Unmarshal(raw, new(json.RawMessage)); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return errors.New("it is not an object")
+	}
+	return nil
 }

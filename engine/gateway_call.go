@@ -48,7 +48,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	if bad != nil {
 		return *bad
 	}
-	args, err := in.arguments()
+	args, rawArgs, err := in.callArguments()
 	if err != nil {
 		return gwError("%v", err)
 	}
@@ -65,7 +65,6 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	record := func(status, output, cacheID string, truncated bool) {
 		took := time.Since(start)
 		e.recordLater(ctx, func() audit.Record {
-			rawArgs, _ := json.Marshal(args)
 			rec := callRecord(ti, d, rawArgs)
 			finishRecordAt(&rec, status, took, output, cacheID, truncated)
 			return rec
@@ -79,7 +78,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 		}
 		return gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; "))
 	}
-	res, err := e.CallTool(ctx, s.cfg.ID, t.Name, args)
+	res, err := e.callTool(ctx, s.cfg.ID, t.Name, args)
 	if err != nil {
 		record("error", "", "", false)
 		return gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err)

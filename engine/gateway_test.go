@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,8 @@ func TestGatewayBadInputs(t *testing.T) {
 		{GatewayInput{Action: "describe", Server: "github", Tool: "ecoh"}, "closest: echo"},
 		{GatewayInput{Action: "call", Server: "github", Tool: "echo", ArgumentsJSON: "{nope"}, "argumentsJson is not a JSON object"},
 		{GatewayInput{Action: "call", Server: "github", Tool: "echo", ArgumentsJSON: "{}", Arguments: map[string]any{}}, "not both"},
+		{GatewayInput{Action: "call", Server: "github", Tool: "echo", ArgumentsJSON: `["a"]`}, "argumentsJson is not a JSON object: it is not an object"},
+		{GatewayInput{Action: "call", Server: "github", Tool: "echo", ArgumentsJSON: `{} {}`}, "argumentsJson is not a JSON object"},
 		{GatewayInput{Action: "read_cache"}, "missing cacheId"},
 		{GatewayInput{Action: "read_cache", CacheID: "../../etc/passwd"}, "read_cache"},
 		{GatewayInput{Action: "get_prompt", Server: "github", Prompt: "greet"}, "user-preview"},
@@ -68,6 +71,58 @@ func TestGatewayBadInputs(t *testing.T) {
 	var in GatewayInput
 	if err := decodeGatewayInput(json.RawMessage(`{"action":"search","qeury":"x"}`), &in); err == nil || !strings.Contains(err.Error(), `"query"`) {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+// TestDecodeGatewayArguments checks that arguments decoded from the
+// agent's input stay the JSON they came as, that anything but an object
+// is refused whatever the action, and that both ways of giving them
+// reach the same map.
+func TestDecodeGatewayArguments(t *testing.T) {
+	for _, tt := range []struct {
+		input, raw, err string
+	}{
+		{`{"action":"call","arguments":{"b":[1,2],"a":"<x>"}}`, `{"b":[1,2],"a":"<x>"}`, ""},
+		{`{"action":"call","arguments": {"n":12345678901234567890} }`, `{"n":12345678901234567890}`, ""},
+		{`{"action":"call","arguments":null}`, "", ""},
+		{`{"action":"call"}`, "", ""},
+		{`{"action":"status","arguments":"x"}`, "", "arguments must be a JSON object"},
+		{`{"action":"call","arguments":[1]}`, "", "arguments must be a JSON object"},
+		{`{"action":"call","arguments":{"a":}}`, "", "invalid input"},
+	} {
+		var in GatewayInput
+		err := decodeGatewayInput(json.RawMessage(tt.input), &in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %v, want an error with %q", tt.input, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || string(in.rawArgs) != tt.raw {
+			t.Errorf("%s: raw %s, %v; want %s", tt.input, in.rawArgs, err, tt.raw)
+			continue
+		}
+		args, raw, err := in.callArguments()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.raw == "" {
+			if m, ok := args.(map[string]any); !ok || len(m) != 0 || string(raw) != "{}" {
+				t.Errorf("%s: no arguments gave %#v and %s", tt.input, args, raw)
+			}
+			continue
+		}
+		if r, ok := args.(json.RawMessage); !ok || string(r) != tt.raw || string(raw) != tt.raw {
+			t.Errorf("%s: arguments %#v and %s, want the raw JSON", tt.input, args, raw)
+		}
+		fromRaw, err := in.arguments()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromString, err := GatewayInput{ArgumentsJSON: tt.raw}.arguments()
+		if err != nil || !reflect.DeepEqual(fromRaw, fromString) {
+			t.Errorf("%s: %v from the input, %v (%v) from argumentsJson", tt.input, fromRaw, fromString, err)
+		}
 	}
 }
 

@@ -256,20 +256,37 @@ func (l *leanServe) run(ctx context.Context, args json.RawMessage, complete bool
 			res, jerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 		}
 	}()
-	out := l.e.gatewayCall(ctx, args)
-	b, err := json.Marshal(out)
+	b, err := encodeLeanResult(l.e.gatewayRun(ctx, args), complete)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
 	}
-	if complete {
-		// CallToolResult keeps its resultType unexported; add it the
-		// way the SDK's server would have set it.
-		b = append([]byte(`{"resultType":"complete",`), b[1:]...)
-		if len(b) == len(`{"resultType":"complete",}`) {
-			b = []byte(`{"resultType":"complete"}`)
-		}
-	}
 	return b, nil
+}
+
+// leanResultWire is the wire form of toolResult's CallToolResult, in the
+// SDK's field order, with resultType as the SDK's server sets it for a
+// client of protocol 2026-07-28 or later. Encoding it is one pass of
+// encoding/json over concrete types, where the SDK's MarshalJSON
+// encodes the result and then each content block again.
+type leanResultWire struct {
+	Content           [1]leanTextWire `json:"content"`
+	StructuredContent any             `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	ResultType        string          `json:"resultType,omitempty"`
+}
+
+type leanTextWire struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// encodeLeanResult encodes r as toolResult(r) encodes.
+func encodeLeanResult(r GatewayResult, complete bool) ([]byte, error) {
+	w := leanResultWire{Content: [1]leanTextWire{{Type: "text", Text: r.Text}}, StructuredContent: r.Data, IsError: r.IsError}
+	if complete {
+		w.ResultType = "complete"
+	}
+	return json.Marshal(w)
 }
 
 // leanResponse encodes one JSON-RPC response.

@@ -367,6 +367,8 @@ func TestDecodeToolResultMatchesSDK(t *testing.T) {
 		`{"content":[{"type":"text","text":"hi"}]}`,
 		`{"content":[{"type":"text","text":""},{"type":"text","text":"two","annotations":{"audience":["user"],"priority":0.5}}],"isError":true}`,
 		`{"content":[],"structuredContent":{"sum":3,"list":[1,"a",null,true]}}`,
+		`{"content":[],"structuredContent":{"bad":"\xff\xfe","big":12345678901234567890}}`,
+		`{"content":[],"structuredContent":null}`,
 		`{"content":null}`,
 		`{}`,
 		`{"_meta":{"k":"v"},"content":[{"type":"text","text":"m","_meta":{"x":1}}]}`,
@@ -441,5 +443,48 @@ func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
 	}
 	if n := s.progressNotes.Load(); n == 0 {
 		t.Error("with a subscriber, the server sent no progress")
+	}
+}
+
+// TestEncodeLeanResultMatchesSDK checks that the lean path's encoding of
+// a gateway result is, byte for byte, the SDK's encoding of toolResult's
+// CallToolResult, and that it adds resultType as the SDK's server does
+// for a client of protocol 2026-07-28.
+func TestEncodeLeanResultMatchesSDK(t *testing.T) {
+	for _, r := range []GatewayResult{
+		{Text: "hello"},
+		{Text: "", IsError: true},
+		{Text: "<b>&\u2028 \x00 \xff é", Data: map[string]any{"z": 1, "a": []any{"<", nil, true}}},
+		{Text: "ok", Data: CallResult{Server: "s", Tool: "t", Status: "completed", Risk: RiskRead, Content: "ok",
+			Structured: json.RawMessage(`{"b": 1, "a": "<&>"}`)}},
+		{Text: "cut", Data: CallResult{Server: "s", Tool: "t", Status: "failed", Content: "cut", Notes: []string{"n"},
+			Truncation: &Truncation{Truncated: true, ReturnedBytes: 3, TotalBytes: 9}, Cache: &CacheRef{ID: "mcpout_x", Read: "r"}}},
+		gwError("no server %q", "x"),
+	} {
+		got, err := encodeLeanResult(r, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(toolResult(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+		complete, err := encodeLeanResult(r, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(complete, &m); err != nil || string(m["resultType"]) != `"complete"` {
+			t.Errorf("%s: resultType %s (%v)", complete, m["resultType"], err)
+		}
+		delete(m, "resultType")
+		var w map[string]json.RawMessage
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(m, w) {
+			t.Errorf("with resultType: %s, want %s and resultType", complete, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -65,7 +66,7 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 type leanResult struct {
 	Meta              mcp.Meta        `json:"_meta"`
 	Content           []leanContent   `json:"content"`
-	StructuredContent any             `json:"structuredContent"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
 	IsError           bool            `json:"isError"`
 	InputRequests     json.RawMessage `json:"inputRequests"`
 	RequestState      string          `json:"requestState"`
@@ -83,7 +84,12 @@ type leanContent struct {
 // decodeToolResult decodes a tools/call result. A result of text
 // blocks, the common case, is decoded here with encoding/json; any
 // other, with images, resources or a request for input, by the SDK,
-// whose decoder costs a 32 KiB buffer a call. Both give the same value.
+// whose decoder costs a 32 KiB buffer a call. Both give the same
+// result, but for structured content: this keeps it as the
+// json.RawMessage it came as (equal JSON to what the SDK's decoded value
+// encodes as, with its keys in the server's order and its numbers
+// exact), so that it is not decoded and encoded again on its way
+// through.
 func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var w leanResult
 	if err := json.Unmarshal(raw, &w); err != nil {
@@ -101,8 +107,16 @@ func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		}
 		return &res, nil
 	}
-	res := &mcp.CallToolResult{Meta: w.Meta, Content: make([]mcp.Content, len(w.Content)),
-		StructuredContent: w.StructuredContent, IsError: w.IsError}
+	res := &mcp.CallToolResult{Meta: w.Meta, Content: make([]mcp.Content, len(w.Content)), IsError: w.IsError}
+	if sc := w.StructuredContent; len(sc) > 0 && string(sc) != "null" {
+		// Kept as the JSON it came as, unless it holds bytes that are
+		// not UTF-8, which decoding replaces as the SDK's decoder does.
+		if utf8.Valid(sc) {
+			res.StructuredContent = sc
+		} else if err := json.Unmarshal(sc, &res.StructuredContent); err != nil {
+			return nil, err
+		}
+	}
 	for i, c := range w.Content {
 		res.Content[i] = &mcp.TextContent{Text: c.Text, Meta: c.Meta, Annotations: c.Annotations}
 	}

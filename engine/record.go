@@ -101,8 +101,10 @@ func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput)
 // first use. Records are written by one goroutine in the order they are
 // made, off the path of the call they record: a call does not wait for
 // the disk, and a full queue (the disk fell behind) makes callers wait
-// rather than lose records. Close writes what is queued. A failure to
-// write is logged and published as an event; it does not fail the call.
+// rather than lose records. (A lean call's records are written by the
+// call itself once its answer is out: see appendNow.) Close writes what
+// is queued. A failure to write is logged and published as an event; it
+// does not fail the call.
 func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if e.opts.DisableAudit {
 		return
@@ -134,6 +136,17 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 // push opens the log on first use, adds the engine's workspace, session
 // and surface to r and hands it to the log's writer.
 func (e *Engine) push(r audit.Record) {
+	e.openAudit()
+	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
+	e.auditMu.RLock()
+	defer e.auditMu.RUnlock()
+	if q := e.audit.Load(); q != nil {
+		q.ch <- r
+	}
+}
+
+// openAudit opens the log and starts its writer on first use.
+func (e *Engine) openAudit() {
 	e.auditOnce.Do(func() {
 		// The redact decision of the current config, looked up per string:
 		// the log may open before the first config is in place (for the
@@ -161,12 +174,6 @@ func (e *Engine) push(r audit.Record) {
 		go q.run(e)
 		e.audit.Store(q)
 	})
-	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
-	e.auditMu.RLock()
-	defer e.auditMu.RUnlock()
-	if q := e.audit.Load(); q != nil {
-		q.ch <- r
-	}
 }
 
 // heldRecords holds the audit records a lean call makes until its answer
@@ -191,8 +198,24 @@ func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func()) 
 		h.recs, h.released = nil, true
 		h.mu.Unlock()
 		for _, build := range recs {
-			e.push(build())
+			e.appendNow(build())
 		}
+	}
+}
+
+// appendNow is push for a goroutine that can wait for the disk: it
+// appends r itself rather than waking the log's writer, which on a
+// small machine costs more than the append (docs/benchmarks.md). A
+// lean call's held records take this way after its answer is written.
+// Records still queued may be written after r; each record keeps the
+// time it was made.
+func (e *Engine) appendNow(r audit.Record) {
+	e.openAudit()
+	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
+	e.auditMu.RLock()
+	defer e.auditMu.RUnlock()
+	if q := e.audit.Load(); q != nil {
+		q.append(e, r)
 	}
 }
 
@@ -275,10 +298,15 @@ type auditQueue struct {
 func (q *auditQueue) run(e *Engine) {
 	defer close(q.done)
 	for r := range q.ch {
-		if err := q.log.Append(context.Background(), r); err != nil {
-			e.log.Error("audit append", "err", err)
-			e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
-		}
+		q.append(e, r)
+	}
+}
+
+// append writes one record, reporting a failure.
+func (q *auditQueue) append(e *Engine, r audit.Record) {
+	if err := q.log.Append(context.Background(), r); err != nil {
+		e.log.Error("audit append", "err", err)
+		e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,14 +47,19 @@ func (e *Engine) handleGateway(ctx context.Context, req *mcp.CallToolRequest) (*
 // gatewayCall decodes the mcp tool's input and runs the action. Both
 // the SDK's handler and the lean path (leanServe) answer with it.
 func (e *Engine) gatewayCall(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
+	return toolResult(e.gatewayRun(ctx, raw))
+}
+
+// gatewayRun is gatewayCall before the result is made a CallToolResult.
+func (e *Engine) gatewayRun(ctx context.Context, raw json.RawMessage) GatewayResult {
 	var in GatewayInput
 	if len(raw) > maxGatewayInput {
-		return toolResult(gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput))
+		return gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput)
 	}
 	if err := decodeGatewayInput(raw, &in); err != nil {
-		return toolResult(gwError("%v", err))
+		return gwError("%v", err)
 	}
-	return toolResult(e.Gateway(ctx, in))
+	return e.Gateway(ctx, in)
 }
 
 // decodeGatewayInput decodes strictly: an unknown field is an error that
@@ -62,9 +68,14 @@ func decodeGatewayInput(raw json.RawMessage, in *GatewayInput) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return fmt.Errorf("missing input: give at least {\"action\": ...}")
 	}
+	// The arguments stay JSON: a call passes them on as they came.
+	var w struct {
+		GatewayInput
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(in); err != nil {
+	if err := dec.Decode(&w); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "json: ")
 		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
 			name = strings.Trim(name, `"`)
@@ -77,9 +88,19 @@ func decodeGatewayInput(raw json.RawMessage, in *GatewayInput) error {
 		}
 		return fmt.Errorf("invalid input: %s", msg)
 	}
+	*in = w.GatewayInput
+	switch a := bytes.TrimSpace(w.Arguments); {
+	case len(a) == 0 || string(a) == "null":
+	case a[0] != '{':
+		return errors.New("invalid input: arguments must be a JSON object")
+	default:
+		in.rawArgs = a
+	}
 	return nil
 }
 
+// toolResult is the mcp tool's result: the text as one text block, and
+// the data as structured content.
 func toolResult(r GatewayResult) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
 	if r.Data != nil {

@@ -133,9 +133,12 @@ type Engine struct {
 
 	pins pinBook // tool pins under <AgentDir>/mcp/pins (pins.go)
 
-	guard   atomic.Pointer[guard] // the policies and plugins of the current config
-	session string                // this Engine's id in audit records
-	ws      string                // the workspace: the project root, absolute
+	guard  atomic.Pointer[guard] // the policies and plugins of the current config
+	guards atomic.Uint64         // numbers each guard (guard.gen)
+	// supervisors numbers each supervisor (supervisor.num).
+	supervisors atomic.Uint64
+	session     string // this Engine's id in audit records
+	ws          string // the workspace: the project root, absolute
 
 	auditOnce sync.Once
 	audit     atomic.Pointer[auditQueue]

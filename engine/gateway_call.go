@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,13 +60,17 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 		return *bad
 	}
 	d := e.decide(ti)
+	// The call's audit detail is the same for every call of this tool
+	// under this guard (its redaction) and supervisor (its server's
+	// definition).
+	guardKey := strconv.FormatUint(e.guard.Load().gen, 10) + "." + strconv.FormatUint(s.num, 10)
 	start := time.Now()
 	// The record is built when it is queued: on the lean path, after the
 	// answer is written.
 	record := func(status, output, cacheID string, truncated bool) {
 		took := time.Since(start)
 		e.recordLater(ctx, func() audit.Record {
-			rec := callRecord(ti, d, rawArgs)
+			rec := callRecordKeyed(ti, d, rawArgs, guardKey)
 			finishRecordAt(&rec, status, took, output, cacheID, truncated)
 			return rec
 		})
@@ -171,6 +176,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 	c := capOutput(clean, maxBytes, maxLines)
 	inline := c.Text
 	if g := e.guard.Load(); g != nil && (c.Truncated || len(set.Plugins.Shapers) > 0) && (set.Plugins.Builtin || len(set.Plugins.Shapers) > 0) {
+		yieldReader(ctx) // a plugin may run up to its timeout
 		chain := g.plugins(ctx)
 		if len(chain.Shapers) > 0 {
 			out := chain.Shape(ctx, wasm.ShapeInput{Server: s.cfg.ID, Tool: tool, Risk: risk,
@@ -193,6 +199,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 		return inline, nil, nil, sh
 	}
 	tr := &Truncation{Truncated: true, ReturnedBytes: len(inline), TotalBytes: c.TotalBytes, ReturnedLines: countLines(inline), TotalLines: c.TotalLines}
+	yieldReader(ctx) // the sidecar waits for the disk
 	id, err := e.outputs().put(s.cfg.ID, tool, []byte(clean))
 	if err != nil {
 		e.log.Warn("output sidecar", "err", err)

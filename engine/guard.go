@@ -20,6 +20,9 @@ import (
 type guard struct {
 	e   *Engine
 	cfg *cue.Config
+	// gen numbers this guard among the engine's: what was derived from
+	// one guard (a redaction) is not taken for another's.
+	gen uint64
 
 	// custom is true when user or project policy files are configured:
 	// only then are tools decisions made in Rego. The built-in bundle
@@ -69,7 +72,7 @@ type riskEntry struct {
 const maxDecisions = 1 << 16
 
 func newGuard(e *Engine, cfg *cue.Config) *guard {
-	g := &guard{e: e, cfg: cfg, decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}}
+	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}}
 	g.custom = len(e.opts.PolicyDirs) > 0 || len(cfg.Policies) > 0
 	return g
 }

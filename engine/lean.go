@@ -83,7 +83,7 @@ type leanCallParams struct {
 }
 
 // inbound implements lineTap.
-func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func()) {
+func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func(yield func())) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return false, nil
@@ -193,10 +193,10 @@ func (l *leanServe) outbound(msg jsonrpc.Message) {
 }
 
 // start prepares one call of the mcp tool and returns the work that
-// runs it, which the connection runs on its reader's goroutine while
-// another reads on. It returns nil, leaving the call to the SDK, when
-// the connection is closing or a call with the same id is in flight.
-func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) func() {
+// runs it, which the connection runs on its reader's goroutine (see
+// lineTap). It returns nil, leaving the call to the SDK, when the
+// connection is closing or a call with the same id is in flight.
+func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) func(yield func()) {
 	key := id.Raw()
 	l.mu.Lock()
 	if l.closing || l.inflight[key] != nil {
@@ -209,7 +209,10 @@ func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, comp
 	l.wg.Add(1)
 	l.mu.Unlock()
 	j := &leanJob{c: c, id: id, ctx: ctx, cancel: cancel, release: release, args: args, complete: complete}
-	return func() { l.serve(j) }
+	return func(yield func()) {
+		j.ctx = withReaderYield(j.ctx, yield)
+		l.serve(j, yield)
+	}
 }
 
 // leanJob is one call of the mcp tool.
@@ -225,15 +228,17 @@ type leanJob struct {
 
 // serve runs one call and writes its answer, unless the agent cancelled
 // it.
-func (l *leanServe) serve(j *leanJob) {
+func (l *leanServe) serve(j *leanJob, yield func()) {
 	defer l.wg.Done()
 	defer func() {
 		l.mu.Lock()
 		delete(l.inflight, j.id.Raw())
 		l.mu.Unlock()
 		j.cancel(nil)
-		// After the answer: the agent need not wait for the log's
-		// writer to wake.
+		// After the answer, the call writes its audit records itself,
+		// which may wait for the disk or another process's lock: not
+		// while holding the reader.
+		yield()
 		j.release()
 	}()
 	res, jerr := l.run(j.ctx, j.args, j.complete)

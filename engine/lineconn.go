@@ -52,8 +52,11 @@ type lineTransport struct {
 type lineTap interface {
 	// inbound reports whether it consumed msg; a consumed message never
 	// reaches the SDK. It must not block; work it returns runs on the
-	// reader's goroutine while another goroutine reads on.
-	inbound(c *lineConn, msg jsonrpc.Message) (consumed bool, work func())
+	// reader's goroutine, which stays the reader until the work calls
+	// yield: then another goroutine reads on (lineConn.lane). Work must
+	// yield before it waits on anything that may take long, above all
+	// on a peer: while it holds the reader, no message is read.
+	inbound(c *lineConn, msg jsonrpc.Message) (consumed bool, work func(yield func()))
 	// outbound sees each message the SDK writes.
 	outbound(msg jsonrpc.Message)
 	// drain waits, before the connection closes, for the answers the
@@ -125,39 +128,20 @@ var errBatch = errors.New("JSON-RPC batches are not supported (MCP removed them 
 // unblock on close.
 func (c *lineConn) readLoop(max int) {
 	c.readErr = io.EOF
-	r := &lineReader{}
-	var src io.Reader = c.r
-	if max > 0 {
-		r.lim = &frameLimit{r: c.r, n: max}
-		src = r.lim
-	}
-	r.dec = json.NewDecoder(src)
-	c.lane(r)
-}
-
-// lineReader is the state of reading a connection: whichever goroutine
-// holds it is the connection's reader.
-type lineReader struct {
-	dec *json.Decoder
-	lim *frameLimit
-}
-
-// next starts the count of the next message.
-func (r *lineReader) next() {
-	if r.lim != nil {
-		r.lim.reset(r.dec.Buffered())
-	}
+	c.lane(newLineReader(c.r, max))
 }
 
 // laneIdle is how long a goroutine that ran a tap's work waits to read
 // again before it ends.
 const laneIdle = 10 * time.Second
 
-// lane reads with r and, when the tap hands it work, gives r to another
-// goroutine (an idle lane, or a new one) and does the work itself, on a
-// stack already grown to what such work needs when the lane ran work
-// before. Then it waits to become the reader again. Only one lane holds
-// r at a time, so messages reach the SDK in order.
+// lane reads with r and, when the tap hands it work, does the work
+// itself. When the work yields (it is about to wait), the lane gives r
+// to another goroutine (an idle lane, or a new one), which reads on;
+// after the work it waits to become the reader again, on a stack
+// already grown to what such work needs. Work that never yields (an
+// answer made without waiting) costs no handoff: the lane reads on. Only
+// one lane holds r at a time, so messages reach the SDK in order.
 func (c *lineConn) lane(r *lineReader) {
 	for {
 		work, ended := c.read(r)
@@ -165,12 +149,19 @@ func (c *lineConn) lane(r *lineReader) {
 			close(c.readDone)
 			return
 		}
-		select {
-		case c.lanes <- r:
-		default:
-			go c.lane(r)
+		var handed atomic.Bool
+		work(func() {
+			if handed.CompareAndSwap(false, true) {
+				select {
+				case c.lanes <- r:
+				default:
+					go c.lane(r)
+				}
+			}
+		})
+		if handed.CompareAndSwap(false, true) {
+			continue // the work did not yield: still the reader
 		}
-		work()
 		idle := time.NewTimer(laneIdle)
 		select {
 		case r = <-c.lanes:
@@ -186,16 +177,12 @@ func (c *lineConn) lane(r *lineReader) {
 
 // read decodes messages until the stream ends or fails (ended) or the
 // tap hands it work to run.
-func (c *lineConn) read(r *lineReader) (work func(), ended bool) {
+func (c *lineConn) read(r *lineReader) (work func(yield func()), ended bool) {
 	for {
-		msg, err := decodeMessage(r.dec)
-		if errors.Is(err, io.ErrUnexpectedEOF) && r.lim != nil && r.lim.hit {
-			err = errMessageTooLarge
-		}
+		msg, err := r.message()
 		if err != nil {
 			c.readErr = err
 		} else if ok, work := c.consume(msg); ok {
-			r.next()
 			if work != nil {
 				return work, false
 			}
@@ -209,51 +196,7 @@ func (c *lineConn) read(r *lineReader) (work func(), ended bool) {
 		if err != nil {
 			return nil, true
 		}
-		r.next()
 	}
-}
-
-// wireMessage is a JSON-RPC message as sent: a request, a notification
-// or a response.
-type wireMessage struct {
-	Version string          `json:"jsonrpc"`
-	ID      any             `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *jsonrpc.Error  `json:"error"`
-}
-
-// decodeMessage reads the next message from dec.
-func decodeMessage(dec *json.Decoder) (jsonrpc.Message, error) {
-	var w wireMessage
-	if err := dec.Decode(&w); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
-		}
-		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Value == "array" && te.Field == "" {
-			return nil, errBatch
-		}
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-	}
-	if w.Version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.Version, "2.0")
-	}
-	id, err := jsonrpc.MakeID(w.ID)
-	if err != nil {
-		return nil, err
-	}
-	if w.Method != nil {
-		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: w.Params}, nil
-	}
-	if !id.IsValid() {
-		return nil, errors.New("JSON RPC invalid request: a response without an id")
-	}
-	resp := &jsonrpc.Response{ID: id, Result: w.Result}
-	if w.Error != nil {
-		resp.Error = w.Error
-	}
-	return resp, nil
 }
 
 // Read returns the next inbound message.
@@ -360,7 +303,7 @@ const ownIDPrefix = "voltmcp-"
 // to one of the engine's own calls, or a message the tap answers. It
 // reports whether msg was consumed, and the work the tap wants run for
 // it, if any.
-func (c *lineConn) consume(msg jsonrpc.Message) (bool, func()) {
+func (c *lineConn) consume(msg jsonrpc.Message) (bool, func(yield func())) {
 	if c.pending != nil {
 		if r, ok := msg.(*jsonrpc.Response); ok {
 			if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, ownIDPrefix) {
@@ -421,6 +364,9 @@ func (c *lineConn) roundTrip(ctx context.Context, method string, params json.Raw
 		forget()
 		return nil, fmt.Errorf("writing %s: %w", method, err)
 	}
+	// Waiting for the server: a lean call lets its reader go now, while
+	// the server works, rather than before it started.
+	yieldReader(ctx)
 	select {
 	case r := <-ch:
 		return responseResult(r)
@@ -454,4 +400,20 @@ func (c *lineConn) cancelCall(id string, why error) {
 	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
 		"params": map[string]any{"requestId": id, "reason": why.Error()}})
 	_ = c.writeLine(note)
+}
+
+type readerYieldKey struct{}
+
+// withReaderYield returns a context carrying the yield of the lean call
+// that runs on a connection's reader (lineTap).
+func withReaderYield(ctx context.Context, yield func()) context.Context {
+	return context.WithValue(ctx, readerYieldKey{}, yield)
+}
+
+// yieldReader lets the reader go when ctx is a lean call's that still
+// holds it: whatever may wait long calls it first (lineTap).
+func yieldReader(ctx context.Context) {
+	if yield, _ := ctx.Value(readerYieldKey{}).(func()); yield != nil {
+		yield()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -350,6 +351,15 @@ func errText(err error) string {
 // callRecord is the audit record of a tools call, with what a replay of
 // the tools policy needs in Detail.
 func callRecord(in ToolInput, d ToolDecision, args json.RawMessage) audit.Record {
+	return callRecordKeyed(in, d, args, "")
+}
+
+// callRecordKeyed is callRecord with the Detail named for the audit
+// log (audit.Record.DetailKey) by guardKey, which names the guard whose
+// redaction applies and the supervisor whose server definition the
+// Detail holds, and by the rest of what the Detail is made of, so that
+// the log encodes it once per tool rather than once per call.
+func callRecordKeyed(in ToolInput, d ToolDecision, args json.RawMessage, guardKey string) audit.Record {
 	scope := "user"
 	if in.Server.Layer.IsProject() {
 		scope = "project"
@@ -364,6 +374,11 @@ func callRecord(in ToolInput, d ToolDecision, args json.RawMessage) audit.Record
 		}}
 	if len(in.Tool.Annotations) > 0 {
 		r.Detail["annotations"] = json.RawMessage(in.Tool.Annotations)
+	}
+	if guardKey != "" {
+		// The tool's hash covers its annotations.
+		r.DetailKey = strings.Join([]string{guardKey, in.Server.ID, in.Tool.Name, in.Tool.Hash, string(in.Surface),
+			in.RiskReason, in.Pin.State, in.Pin.Change, strconv.FormatBool(in.Quarantined)}, "\x00")
 	}
 	return r
 }

@@ -92,9 +92,10 @@ func TestRedactMemo(t *testing.T) {
 	}
 }
 
-// BenchmarkAuditAppend measures the audit queue's work for one proxied
-// tool call: appending the record callRecord makes, redacted by the
-// default redact policy through the engine's memo, as record sets it up.
+// BenchmarkAuditAppend measures the audit log's work for one proxied
+// tool call: appending the record gwCall makes (its Detail keyed, as
+// for every call of a tool), redacted by the default redact policy
+// through the engine's memo, as record sets it up.
 func BenchmarkAuditAppend(b *testing.B) {
 	ctx := context.Background()
 	pol, err := policies.Load(ctx, &policies.Options{Timeout: time.Minute})
@@ -127,7 +128,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 	// like the calls it stands for.
 	recs := make([]audit.Record, 1024)
 	for i := range recs {
-		r := callRecord(in, d, args)
+		r := callRecordKeyed(in, d, args, "1.1")
 		finishRecord(&r, "ok", time.Now(), fmt.Sprintf("result %d", i), "", false)
 		r.Time = time.Now()
 		r.Workspace, r.Session, r.Surface = "/home/user/src/project", "c0ffee0123456789", string(cue.SurfaceServe)

@@ -35,6 +35,9 @@ type supervisor struct {
 	e   *Engine
 	cfg cue.Server
 	log *slog.Logger
+	// num numbers this supervisor among the engine's (a reload that
+	// changes a server's definition makes a new one).
+	num uint64
 
 	ctx    context.Context // ends when the supervisor closes
 	cancel context.CancelFunc
@@ -79,7 +82,7 @@ type supervisor struct {
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{e: e, cfg: cfg, ctx: ctx, cancel: cancel, stderr: newRing(stderrKeep),
+	s := &supervisor{e: e, cfg: cfg, num: e.supervisors.Add(1), ctx: ctx, cancel: cancel, stderr: newRing(stderrKeep),
 		log: e.log.With("server", cfg.ID), status: StatusCold}
 	// The config and the environment are fixed for a supervisor's life
 	// (a reload makes a new one): its limits are worked out once.
@@ -166,6 +169,7 @@ func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		if ch := s.connecting; ch != nil {
 			s.mu.Unlock()
+			yieldReader(ctx)
 			select {
 			case <-ch:
 				continue
@@ -176,6 +180,7 @@ func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 		ch := make(chan struct{})
 		s.connecting = ch
 		s.mu.Unlock()
+		yieldReader(ctx) // starting a server takes a while
 		err := s.connect(ctx)
 		s.mu.Lock()
 		s.connecting = nil
@@ -639,6 +644,7 @@ func (s *supervisor) refresh(ctx context.Context) error {
 	if s.getStatus() != StatusReady {
 		return nil // a discovery is already running
 	}
+	yieldReader(ctx)
 	return s.discover(ctx, cs)
 }
 
@@ -715,6 +721,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	tripsBefore := s.oversized.Load()
 	res, lean, err := s.leanCall(cctx, cs, tool, args, progress)
 	if !lean {
+		yieldReader(ctx)
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
 		if progress != "" {
 			params.SetProgressToken(progress)

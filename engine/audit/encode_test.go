@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,4 +174,44 @@ func TestAppendLeavesTheCallerDetailAlone(t *testing.T) {
 	if want := mk(); !reflect.DeepEqual(d, want) {
 		t.Errorf("Append changed the caller's detail:\n got %#v\nwant %#v", d, want)
 	}
+}
+
+// TestKeyedDetailWritesTheSameLines checks that a Detail given with a
+// DetailKey, encoded once and reused, writes the lines the same records
+// write without one, the golden ones included, redacted alike.
+func TestKeyedDetailWritesTheSameLines(t *testing.T) {
+	t.Parallel()
+	keyed, keyedPath := openLog(t, &audit.Options{Redact: goldenRedact, Now: fixedClock()})
+	plain, plainPath := openLog(t, &audit.Options{Redact: goldenRedact, Now: fixedClock()})
+	for round := range 2 {
+		for i, r := range goldenRecords() {
+			if err := plain.Append(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			r.DetailKey = fmt.Sprint("k", i)
+			if err := keyed.Append(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 0 {
+			// The first round alone is the golden file.
+			b, _ := os.ReadFile(keyedPath)
+			golden, err := os.ReadFile(filepath.Join("testdata", "golden.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != string(golden) {
+				t.Errorf("keyed details:\n%s\nwant the golden file:\n%s", b, golden)
+			}
+		}
+	}
+	a, _ := os.ReadFile(keyedPath)
+	b, _ := os.ReadFile(plainPath)
+	if string(a) != string(b) {
+		t.Errorf("with keys:\n%s\nwithout:\n%s", a, b)
+	}
+	if strings.Contains(string(a), "sk-SECRET") {
+		t.Errorf("a secret reached the log:\n%s", a)
+	}
+	mustIntact(t, verify(t, keyedPath), int64(2*len(goldenRecords())))
 }

@@ -66,6 +66,10 @@ type Log struct {
 	buf bytes.Buffer
 	enc *json.Encoder
 
+	// details maps a record's DetailKey to its Detail, redacted and
+	// encoded; it starts over when full (maxDetails).
+	details map[string][]byte
+
 	size      int64  // bytes of the active file this Log knows of
 	seq       int64  // seq of the last record
 	prev      string // hash of the last record's line
@@ -148,12 +152,22 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	detail, keyed := r.Detail, r.DetailKey != "" && len(r.Detail) > 0
+	if keyed {
+		r.Detail = nil // encoded from details, under l.mu
+	}
 	r = prepare(r, l.opts.Now, l.opts.Redact)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
+	}
+	var encodedDetail []byte
+	if keyed {
+		if encodedDetail = l.detail(r.DetailKey, detail); encodedDetail == nil {
+			r.Detail = plainDetail(detail, l.opts.Redact)
+		}
 	}
 	if err := lockFile(ctx, l.lock); err != nil {
 		return fmt.Errorf("audit: append: lock: %w", err)
@@ -165,11 +179,14 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 
 	r.Seq, r.Prev = l.seq+1, l.prev
 	defer l.releaseBuf()
-	line, err := l.encode(r)
+	line, err := l.encodeWith(r, encodedDetail)
 	if err != nil {
 		return err
 	}
 	if len(line)-1 > MaxLineBytes {
+		if encodedDetail != nil {
+			r.Detail = plainDetail(detail, l.opts.Redact)
+		}
 		if line, err = l.encode(shrink(r, len(line)-1)); err != nil {
 			return err
 		}
@@ -244,6 +261,52 @@ func (l *Log) encode(r Record) ([]byte, error) {
 		return nil, fmt.Errorf("audit: encode: %w", err)
 	}
 	return l.buf.Bytes(), nil
+}
+
+// encodeWith is encode for a record whose Detail comes already encoded,
+// when detail is not nil. The detail is the record's last field, so the
+// line is the one encode would make of the record with its Detail.
+func (l *Log) encodeWith(r Record, detail []byte) ([]byte, error) {
+	if detail == nil {
+		return l.encode(r)
+	}
+	r.Detail = nil
+	if l.enc == nil {
+		l.enc = json.NewEncoder(&l.buf)
+		l.enc.SetEscapeHTML(false)
+	}
+	l.buf.Reset()
+	if err := l.enc.Encode(struct {
+		Record
+		Detail json.RawMessage `json:"detail"`
+	}{r, detail}); err != nil {
+		return nil, fmt.Errorf("audit: encode: %w", err)
+	}
+	return l.buf.Bytes(), nil
+}
+
+// maxDetails bounds how many encoded details a Log keeps.
+const maxDetails = 1024
+
+// detail returns d, redacted and encoded as encode encodes a record's
+// Detail, kept under key; nil when it cannot be encoded. It runs with
+// l.mu held.
+func (l *Log) detail(key string, d map[string]any) []byte {
+	if b, ok := l.details[key]; ok {
+		return b
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plainDetail(d, l.opts.Redact)); err != nil {
+		return nil
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if l.details == nil || len(l.details) >= maxDetails {
+		l.details = make(map[string][]byte)
+	}
+	l.details[key] = b
+	return b
 }
 
 // maxKeptBuf bounds the line buffer a Log keeps between appends: an

@@ -77,6 +77,12 @@ type Record struct {
 	// written as JSON, so it reads back as plain maps, slices, strings,
 	// json.Number, booleans and nil.
 	Detail map[string]any `json:"detail,omitempty"`
+	// DetailKey, when set, names Detail: the caller promises that every
+	// record it gives with this key has the same Detail. Append then
+	// redacts and encodes that Detail once per key and reuses the bytes,
+	// which are the same bytes either way. A caller whose redaction can
+	// change (a new policy) uses new keys. It is not written.
+	DetailKey string `json:"-"`
 }
 
 // Decision is a policy's verdict on an event.

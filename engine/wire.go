@@ -26,9 +26,10 @@ type lineReader struct {
 	src io.Reader
 	max int // bytes of one message; <= 0 means no bound
 
-	buf []byte // read but not yet consumed: buf[off:]
-	off int
-	err error // the read error that ends the stream, once buf is drained
+	buf  []byte // read but not yet consumed: buf[off:]
+	off  int
+	seen int   // bytes of buf[off:] already searched for a newline
+	err  error // the read error that ends the stream, once buf is drained
 
 	// dec, once set, reads the rest of the stream (slow mode).
 	dec *json.Decoder
@@ -50,7 +51,9 @@ func newLineReader(src io.Reader, max int) *lineReader {
 func (r *lineReader) message() (jsonrpc.Message, error) {
 	for r.dec == nil {
 		rest := r.buf[r.off:]
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		if i := bytes.IndexByte(rest[r.seen:], '\n'); i >= 0 {
+			i += r.seen
+			r.seen = 0
 			line := trimJSONSpace(rest[:i])
 			if len(line) == 0 {
 				r.off += i + 1
@@ -65,6 +68,8 @@ func (r *lineReader) message() (jsonrpc.Message, error) {
 			r.off += i + 1
 			return decodeLine(bytes.Clone(line))
 		}
+		// A long line comes in many reads: each is searched once.
+		r.seen = len(rest)
 		if r.max > 0 && len(rest) > r.max {
 			return nil, errMessageTooLarge
 		}

@@ -25,11 +25,11 @@ const defaultMaxMessage = mcp.DefaultMaxLineLength
 // lineTransport speaks newline-delimited JSON-RPC over a reader and a
 // writer, as the MCP stdio transport does. It replaces the SDK's
 // IOTransport on both of the engine's stdio hops (the agent's side of
-// `voltmcp serve` and each stdio upstream) because it decodes a message
-// with one pass of encoding/json and a read buffer reused across
-// messages, where the SDK's decoder allocates a fresh 32 KiB buffer for
-// each of its three decoding passes. On a proxied call that is most of
-// the garbage, and on a small machine garbage is latency
+// `voltmcp serve` and each stdio upstream) because it reads a message
+// once, a line at a time from a read buffer reused across messages
+// (lineReader), where the SDK's decoder allocates a fresh 32 KiB buffer
+// for each of its three decoding passes. On a proxied call that is most
+// of the garbage, and on a small machine garbage is latency
 // (docs/benchmarks.md). The wire behaviour is the SDK's, except that
 // JSON-RPC batches are refused: MCP removed them in 2025-06-18.
 type lineTransport struct {
@@ -39,7 +39,7 @@ type lineTransport struct {
 	// defaultMaxMessage, negative means no bound.
 	max int
 	// tap, when set, sees each inbound message before the SDK does and
-	// may answer it itself (see fastServe).
+	// may answer it itself (see leanServe).
 	tap lineTap
 	// client marks the engine's end of an upstream connection: besides
 	// the SDK's client, the engine makes calls of its own on it
@@ -260,7 +260,8 @@ func (c *lineConn) Close() error {
 // SessionID is empty: a stdio connection has no session id.
 func (c *lineConn) SessionID() string { return "" }
 
-// frameLimit bounds the bytes read for one message. The decoder reads
+// frameLimit bounds the bytes read for one message once lineReader has
+// handed the stream to encoding/json's decoder. The decoder reads
 // ahead, so the count is of bytes read from the stream since the end of
 // the previous message, including any of the next message already
 // buffered: the bound is exact to within the decoder's read size.

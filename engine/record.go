@@ -103,7 +103,7 @@ func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput)
 // made, off the path of the call they record: a call does not wait for
 // the disk, and a full queue (the disk fell behind) makes callers wait
 // rather than lose records. (A lean call's records are written by the
-// call itself once its answer is out: see appendNow.) Close writes what
+// call itself once its answer is out: see push.) Close writes what
 // is queued. A failure to write is logged and published as an event; it
 // does not fail the call.
 func (e *Engine) record(ctx context.Context, r audit.Record) {
@@ -114,7 +114,7 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if h, _ := ctx.Value(heldRecordsKey{}).(*heldRecords); h != nil && h.hold(func() audit.Record { return r }) {
 		return
 	}
-	e.push(r)
+	e.push(r, false)
 }
 
 // recordLater is record for a record that costs something to build:
@@ -135,13 +135,22 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 }
 
 // push opens the log on first use, adds the engine's workspace, session
-// and surface to r and hands it to the log's writer.
-func (e *Engine) push(r audit.Record) {
+// and surface to r and hands it to the log's writer. With now, for a
+// goroutine that can wait for the disk, it appends r itself rather than
+// waking the writer, which on a small machine costs more than the append
+// (docs/benchmarks.md): a lean call's held records take this way after
+// its answer is written. Records still queued may then be written after
+// r; each record keeps the time it was made.
+func (e *Engine) push(r audit.Record, now bool) {
 	e.openAudit()
 	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
 	e.auditMu.RLock()
 	defer e.auditMu.RUnlock()
-	if q := e.audit.Load(); q != nil {
+	switch q := e.audit.Load(); {
+	case q == nil:
+	case now:
+		q.append(e, r)
+	default:
 		q.ch <- r
 	}
 }
@@ -199,24 +208,8 @@ func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func()) 
 		h.recs, h.released = nil, true
 		h.mu.Unlock()
 		for _, build := range recs {
-			e.appendNow(build())
+			e.push(build(), true)
 		}
-	}
-}
-
-// appendNow is push for a goroutine that can wait for the disk: it
-// appends r itself rather than waking the log's writer, which on a
-// small machine costs more than the append (docs/benchmarks.md). A
-// lean call's held records take this way after its answer is written.
-// Records still queued may be written after r; each record keeps the
-// time it was made.
-func (e *Engine) appendNow(r audit.Record) {
-	e.openAudit()
-	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
-	e.auditMu.RLock()
-	defer e.auditMu.RUnlock()
-	if q := e.audit.Load(); q != nil {
-		q.append(e, r)
 	}
 }
 

@@ -101,8 +101,10 @@ type lineConn struct {
 
 	tap lineTap
 
-	// readDone closes when the reader stops, after readErr is set.
+	// readDone closes when the reader stops, after readErr is set
+	// (endRead).
 	readDone chan struct{}
+	readEnd  sync.Once
 	// lanes hands the reader's state to an idle lane.
 	lanes   chan *lineReader
 	readErr error
@@ -146,7 +148,7 @@ func (c *lineConn) lane(r *lineReader) {
 	for {
 		work, ended := c.read(r)
 		if ended {
-			close(c.readDone)
+			c.endRead(nil)
 			return
 		}
 		var handed atomic.Bool
@@ -181,7 +183,9 @@ func (c *lineConn) read(r *lineReader) (work func(yield func()), ended bool) {
 	for {
 		msg, err := r.message()
 		if err != nil {
-			c.readErr = err
+			// Before the SDK hears of it and closes the connection: a
+			// call waiting on the connection then sees why it ended.
+			c.endRead(err)
 		} else if ok, work := c.consume(msg); ok {
 			if work != nil {
 				return work, false
@@ -197,6 +201,17 @@ func (c *lineConn) read(r *lineReader) (work func(yield func()), ended bool) {
 			return nil, true
 		}
 	}
+}
+
+// endRead records why the reading ended (nil keeps io.EOF) and closes
+// readDone, once.
+func (c *lineConn) endRead(err error) {
+	c.readEnd.Do(func() {
+		if err != nil {
+			c.readErr = err
+		}
+		close(c.readDone)
+	})
 }
 
 // Read returns the next inbound message.
@@ -376,15 +391,19 @@ func (c *lineConn) roundTrip(ctx context.Context, method string, params json.Raw
 		c.cancelCall(id, ctx.Err())
 		return nil, ctx.Err()
 	case <-c.readDone:
-		forget()
-		select {
-		case r := <-ch: // answered just before the reader stopped
-			return responseResult(r)
-		default:
-		}
-		return nil, fmt.Errorf("%w: %w", errConnClosed, c.readErr)
 	case <-c.closed:
-		forget()
+	}
+	forget()
+	select {
+	case r := <-ch: // answered just before the connection ended
+		return responseResult(r)
+	default:
+	}
+	select {
+	case <-c.readDone:
+		// Why the reading ended, such as a message over the size limit.
+		return nil, fmt.Errorf("%w: %w", errConnClosed, c.readErr)
+	default:
 		return nil, errConnClosed
 	}
 }

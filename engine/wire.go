@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -366,7 +367,7 @@ func plainString(val []byte) (string, bool) {
 // encoding/json would take it for that name.
 func foldsTo(key string, names ...string) bool {
 	for _, n := range names {
-		if key != n && bytes.EqualFold([]byte(key), []byte(n)) {
+		if key != n && strings.EqualFold(key, n) {
 			return true
 		}
 	}

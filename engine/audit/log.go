@@ -300,12 +300,17 @@ func (l *Log) closeFiles() error {
 // encode returns r's line, newline included. The line is held in l.buf:
 // it is valid until the next encode. It runs with l.mu held.
 func (l *Log) encode(r Record) ([]byte, error) {
+	return l.encodeLine(r)
+}
+
+// encodeLine encodes v, a record, as encode does.
+func (l *Log) encodeLine(v any) ([]byte, error) {
 	if l.enc == nil {
 		l.enc = json.NewEncoder(&l.buf)
 		l.enc.SetEscapeHTML(false)
 	}
 	l.buf.Reset()
-	if err := l.enc.Encode(r); err != nil {
+	if err := l.enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("audit: encode: %w", err)
 	}
 	return l.buf.Bytes(), nil
@@ -319,18 +324,10 @@ func (l *Log) encodeWith(r Record, detail []byte) ([]byte, error) {
 		return l.encode(r)
 	}
 	r.Detail = nil
-	if l.enc == nil {
-		l.enc = json.NewEncoder(&l.buf)
-		l.enc.SetEscapeHTML(false)
-	}
-	l.buf.Reset()
-	if err := l.enc.Encode(struct {
+	return l.encodeLine(struct {
 		Record
 		Detail json.RawMessage `json:"detail"`
-	}{r, detail}); err != nil {
-		return nil, fmt.Errorf("audit: encode: %w", err)
-	}
-	return l.buf.Bytes(), nil
+	}{r, detail})
 }
 
 // maxDetails bounds how many encoded details a Log keeps.

@@ -70,7 +70,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	record := func(status, output, cacheID string, truncated bool) {
 		took := time.Since(start)
 		e.recordLater(ctx, func() audit.Record {
-			rec := callRecordKeyed(ti, d, rawArgs, guardKey)
+			rec := callRecord(ti, d, rawArgs, guardKey)
 			finishRecordAt(&rec, status, took, output, cacheID, truncated)
 			return rec
 		})

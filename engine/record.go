@@ -348,17 +348,13 @@ func errText(err error) string {
 }
 
 // callRecord is the audit record of a tools call, with what a replay of
-// the tools policy needs in Detail.
-func callRecord(in ToolInput, d ToolDecision, args json.RawMessage) audit.Record {
-	return callRecordKeyed(in, d, args, "")
-}
-
-// callRecordKeyed is callRecord with the Detail named for the audit
-// log (audit.Record.DetailKey) by guardKey, which names the guard whose
+// the tools policy needs in Detail. The Detail is named for the audit log
+// (audit.Record.DetailKey) by guardKey, which names the guard whose
 // redaction applies and the supervisor whose server definition the
 // Detail holds, and by the rest of what the Detail is made of, so that
-// the log encodes it once per tool rather than once per call.
-func callRecordKeyed(in ToolInput, d ToolDecision, args json.RawMessage, guardKey string) audit.Record {
+// the log encodes it once per tool rather than once per call; an empty
+// guardKey leaves it unnamed.
+func callRecord(in ToolInput, d ToolDecision, args json.RawMessage, guardKey string) audit.Record {
 	scope := "user"
 	if in.Server.Layer.IsProject() {
 		scope = "project"

@@ -128,7 +128,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 	// like the calls it stands for.
 	recs := make([]audit.Record, 1024)
 	for i := range recs {
-		r := callRecordKeyed(in, d, args, "1.1")
+		r := callRecord(in, d, args, "1.1")
 		finishRecord(&r, "ok", time.Now(), fmt.Sprintf("result %d", i), "", false)
 		r.Time = time.Now()
 		r.Workspace, r.Session, r.Surface = "/home/user/src/project", "c0ffee0123456789", string(cue.SurfaceServe)

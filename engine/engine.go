@@ -438,24 +438,40 @@ func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*
 // callTool is CallTool with structured content that may still be the
 // json.RawMessage the server sent (decodeToolResult).
 func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	a := await(ctx, func(ctx context.Context, then func(func(), answer)) {
+		e.callToolThen(ctx, server, tool, args, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
+	})
+	return a.res, a.err
+}
+
+// callToolThen is callTool that hands its result to then, once: on
+// this goroutine, or on the server's connection's reader when the call
+// takes the lean path (see supervisor.call).
+func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s, err := e.supervisor(server)
 	if err != nil {
-		return nil, err
+		then(func() { yieldReader(ctx) }, nil, err)
+		return
 	}
 	callID := newCallID()
 	e.bus.publish(Event{Type: EventCallStart, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: "started"})
 	start := time.Now()
-	res, err := s.call(ctx, callID, tool, args)
-	status := "completed"
-	switch {
-	case errors.Is(err, context.Canceled):
-		status = "cancelled"
-	case err != nil || (res != nil && res.IsError):
-		status = "failed"
-	}
-	e.bus.publish(Event{Type: EventCallEnd, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: status,
-		DurationMs: time.Since(start).Milliseconds()})
-	return res, err
+	s.call(ctx, callID, tool, args, func(yield func(), res *mcp.CallToolResult, err error) {
+		status := "completed"
+		switch {
+		case errors.Is(err, context.Canceled):
+			status = "cancelled"
+		case err != nil || (res != nil && res.IsError):
+			status = "failed"
+		}
+		e.bus.publish(Event{Type: EventCallEnd, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: status,
+			DurationMs: time.Since(start).Milliseconds()})
+		then(yield, res, err)
+	})
 }
 
 // SetEnabled enables or disables a server and persists the choice as an

@@ -44,20 +44,32 @@ type CacheRef struct {
 	Read string `json:"read"`
 }
 
+// gwCall runs the call action and waits for its result.
 func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
+	return await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gwCallThen(ctx, in, then) })
+}
+
+// gwCallThen runs the call action and hands its result to then, once:
+// on this goroutine, or on the server's connection's reader when the
+// call takes the lean path (see supervisor.call).
+func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
+	here := func() { yieldReader(ctx) }
 	s, bad := e.needServer(in)
 	if bad != nil {
-		return *bad
+		then(here, *bad)
+		return
 	}
 	args, rawArgs, err := in.callArguments()
 	if err != nil {
-		return gwError("%v", err)
+		then(here, gwError("%v", err))
+		return
 	}
 	// A call may list a server never listed before: the call path
 	// refreshes missing or stale metadata.
 	t, ti, bad := e.findTool(ctx, s, in.Tool, true)
 	if bad != nil {
-		return *bad
+		then(here, *bad)
+		return
 	}
 	d := e.decide(ti)
 	// The call's audit detail is the same for every call of this tool
@@ -81,43 +93,47 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 		if d.Pending {
 			what = "held for approval"
 		}
-		return gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; "))
+		then(here, gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; ")))
+		return
 	}
-	res, err := e.callTool(ctx, s.cfg.ID, t.Name, args)
-	if err != nil {
-		record("error", "", "", false)
-		return gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err)
-	}
-	out := CallResult{Server: s.cfg.ID, Tool: t.Name, Status: "completed", Risk: ti.Risk}
-	if res.IsError {
-		out.Status = "failed"
-	}
-	text := renderContent(res.Content)
-	if text == "" && res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		text = string(b)
-	}
-	var resultNote string
-	if l := s.lim; l.MaxResultBytes > 0 && int64(len(text)) > l.MaxResultBytes {
-		resultNote = fmt.Sprintf("the result was %d bytes; only the first %d (limits.maxResultBytes) were kept", len(text), l.MaxResultBytes)
-		text = text[:cutPoint(text, int(l.MaxResultBytes))]
-	}
-	var sh shaped
-	out.Content, out.Truncation, out.Cache, sh = e.shape(ctx, s, t.Name, string(ti.Risk), text)
-	out.Notes = sh.notes
-	if resultNote != "" {
-		out.Notes = append(out.Notes, resultNote)
-	}
-	if out.Truncation == nil && res.StructuredContent != nil && !sh.changed {
-		out.Structured = res.StructuredContent
-	}
-	cacheID := ""
-	if out.Cache != nil {
-		cacheID = out.Cache.ID
-	}
-	record(out.Status, text, cacheID, out.Truncation != nil)
-	r := GatewayResult{Data: out, Text: callText(out), IsError: res.IsError}
-	return r
+	e.callToolThen(ctx, s.cfg.ID, t.Name, args, func(yield func(), res *mcp.CallToolResult, err error) {
+		if err != nil {
+			record("error", "", "", false)
+			then(yield, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err))
+			return
+		}
+		out := CallResult{Server: s.cfg.ID, Tool: t.Name, Status: "completed", Risk: ti.Risk}
+		if res.IsError {
+			out.Status = "failed"
+		}
+		text := renderContent(res.Content)
+		if text == "" && res.StructuredContent != nil {
+			b, _ := json.Marshal(res.StructuredContent)
+			text = string(b)
+		}
+		var resultNote string
+		if l := s.lim; l.MaxResultBytes > 0 && int64(len(text)) > l.MaxResultBytes {
+			resultNote = fmt.Sprintf("the result was %d bytes; only the first %d (limits.maxResultBytes) were kept", len(text), l.MaxResultBytes)
+			text = text[:cutPoint(text, int(l.MaxResultBytes))]
+		}
+		var sh shaped
+		// Shaping may wait (plugins, the sidecar): it lets this
+		// goroutine's reader go first.
+		out.Content, out.Truncation, out.Cache, sh = e.shape(withReaderYield(ctx, yield), s, t.Name, string(ti.Risk), text)
+		out.Notes = sh.notes
+		if resultNote != "" {
+			out.Notes = append(out.Notes, resultNote)
+		}
+		if out.Truncation == nil && res.StructuredContent != nil && !sh.changed {
+			out.Structured = res.StructuredContent
+		}
+		cacheID := ""
+		if out.Cache != nil {
+			cacheID = out.Cache.ID
+		}
+		record(out.Status, text, cacheID, out.Truncation != nil)
+		then(yield, GatewayResult{Data: out, Text: callText(out), IsError: res.IsError})
+	})
 }
 
 // toolInput is what a tools decision about t is made from: its risk, and

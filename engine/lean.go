@@ -194,8 +194,13 @@ func (l *leanServe) outbound(msg jsonrpc.Message) {
 
 // start prepares one call of the mcp tool and returns the work that
 // runs it, which the connection runs on its reader's goroutine (see
-// lineTap). It returns nil, leaving the call to the SDK, when the
-// connection is closing or a call with the same id is in flight.
+// lineTap). The work returns once the call waits for its server: the
+// answer is written by whoever hands the gateway its result (see
+// gatewayRunThen), on the server's connection's reader in the common
+// case, so that no goroutine waits for the server and none is woken to
+// read on in the meantime. start returns nil, leaving the call to the
+// SDK, when the connection is closing or a call with the same id is in
+// flight.
 func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) func(yield func()) {
 	key := id.Raw()
 	l.mu.Lock()
@@ -208,40 +213,87 @@ func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, comp
 	l.inflight[key] = cancel
 	l.wg.Add(1)
 	l.mu.Unlock()
-	j := &leanJob{c: c, id: id, ctx: ctx, cancel: cancel, release: release, args: args, complete: complete}
+	j := &leanJob{l: l, c: c, id: id, ctx: ctx, cancel: cancel, release: release, complete: complete}
 	return func(yield func()) {
-		j.ctx = withReaderYield(j.ctx, yield)
-		l.serve(j, yield)
+		defer func() {
+			if v := recover(); v != nil {
+				j.fault(v)
+			}
+		}()
+		ctx := withPanicHandler(withReaderYield(j.ctx, yield), j.fault)
+		l.e.gatewayRunThen(ctx, args, j.finish)
 	}
 }
 
 // leanJob is one call of the mcp tool.
 type leanJob struct {
+	l        *leanServe
 	c        *lineConn
 	id       jsonrpc.ID
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	release  func() // writes the call's held audit records
-	args     json.RawMessage
 	complete bool
+	// answered is set by the first of finish and fault.
+	answered atomic.Bool
 }
 
-// serve runs one call and writes its answer, unless the agent cancelled
-// it.
-func (l *leanServe) serve(j *leanJob, yield func()) {
-	defer l.wg.Done()
+// finish encodes the gateway's result and writes the answer.
+func (j *leanJob) finish(yield func(), r GatewayResult) {
+	if j.answered.Swap(true) {
+		return
+	}
+	res, jerr := j.encode(r)
+	j.answer(yield, res, jerr)
+}
+
+// fault answers a call whose gateway work panicked with an internal
+// error whose text says nothing of what panicked: the value could hold a
+// secret.
+func (j *leanJob) fault(any) {
+	if j.answered.Swap(true) {
+		return
+	}
+	j.l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
+	j.answer(noYield, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"})
+}
+
+// encode encodes the result; a panic while encoding is an internal
+// error.
+func (j *leanJob) encode(r GatewayResult) (res []byte, jerr *jsonrpc.Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			j.l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
+			res, jerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+	}()
+	b, err := encodeLeanResult(r, j.complete)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+	}
+	return b, nil
+}
+
+// answer writes the answer, unless the agent cancelled the call, and
+// ends the call.
+func (j *leanJob) answer(yield func(), res []byte, jerr *jsonrpc.Error) {
+	l := j.l
 	defer func() {
 		l.mu.Lock()
 		delete(l.inflight, j.id.Raw())
 		l.mu.Unlock()
 		j.cancel(nil)
-		// After the answer, the call writes its audit records itself,
-		// which may wait for the disk or another process's lock: not
-		// while holding the reader.
-		yield()
+		// After the answer, the call writes its audit records itself.
+		// Taking the log's lock may wait for another process: not while
+		// holding a reader. With the lock kept from an earlier append,
+		// the reader reads on once the records are written, with no
+		// goroutine woken to take it over.
+		if !l.e.auditHolding() {
+			yield()
+		}
 		j.release()
+		l.wg.Done()
 	}()
-	res, jerr := l.run(j.ctx, j.args, j.complete)
 	if errors.Is(context.Cause(j.ctx), errAgentCancelled) {
 		// The spec asks a receiver not to answer a cancelled request:
 		// the agent has stopped waiting for it.
@@ -249,23 +301,6 @@ func (l *leanServe) serve(j *leanJob, yield func()) {
 	}
 	l.answered.Add(1)
 	_ = j.c.writeLine(leanResponse(j.id, res, jerr))
-}
-
-// run runs the gateway and encodes its result. A panic is an internal
-// error whose text says nothing of what panicked: the value could hold
-// a secret.
-func (l *leanServe) run(ctx context.Context, args json.RawMessage, complete bool) (res []byte, jerr *jsonrpc.Error) {
-	defer func() {
-		if v := recover(); v != nil {
-			l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
-			res, jerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
-		}
-	}()
-	b, err := encodeLeanResult(l.e.gatewayRun(ctx, args), complete)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
-	}
-	return b, nil
 }
 
 // leanResultWire is the wire form of toolResult's CallToolResult, in the

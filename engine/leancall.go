@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -11,14 +12,15 @@ import (
 
 // leanCall makes a tools/call on the session's stdio connection
 // directly, without the SDK client's dispatch: one encoding of the
-// request, and the response handed from the connection's reader
-// straight to this goroutine. progress is the call's progress token;
-// empty asks for no progress. It reports lean false when the call must
-// go through the SDK instead: the session is not stdio, or it speaks
-// protocol 2026-07-28 or later (see upstreamProtocol), or the server
-// answered that it needs input (the SDK's client runs that exchange,
-// and the call is made again through it).
-func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool string, args any, progress string) (*mcp.CallToolResult, bool, error) {
+// request, and the answer decoded on the connection's reader, where
+// then runs (see reply). progress is the call's progress token; empty
+// asks for no progress. It reports false, without calling then, when
+// the call must go through the SDK instead: the session is not stdio,
+// or it speaks protocol 2026-07-28 or later (see upstreamProtocol).
+// When the server answers that it needs input, then gets errNeedsSDK:
+// the SDK's client runs that exchange, and the call is made again
+// through it.
+func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool string, args any, progress string, then func(yield func(), res *mcp.CallToolResult, err error)) bool {
 	s.mu.Lock()
 	line := s.line
 	if s.session != cs {
@@ -26,12 +28,12 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 	}
 	s.mu.Unlock()
 	if line == nil {
-		return nil, false, nil
+		return false
 	}
 	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion >= protocol20260728 {
 		// Each request of 2026-07-28 carries the client's info and
 		// capabilities in _meta, which the SDK's client writes.
-		return nil, false, nil
+		return false
 	}
 	if args == nil {
 		args = map[string]any{}
@@ -46,21 +48,30 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 		Meta      map[string]any `json:"_meta,omitempty"`
 	}{tool, args, meta})
 	if err != nil {
-		return nil, true, fmt.Errorf("encoding the arguments of %s: %w", tool, err)
+		then(func() { yieldReader(ctx) }, nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
+		return true
 	}
-	raw, err := line.roundTrip(ctx, "tools/call", params)
-	if err != nil {
-		return nil, true, err
-	}
-	res, err := decodeToolResult(raw)
-	if err != nil {
-		return nil, true, fmt.Errorf("decoding the result of %s: %w", tool, err)
-	}
-	if res.NeedsInput() {
-		return nil, false, nil
-	}
-	return res, true, nil
+	line.send(ctx, "tools/call", params, func(yield func(), raw json.RawMessage, err error) {
+		if err != nil {
+			then(yield, nil, err)
+			return
+		}
+		res, err := decodeToolResult(raw)
+		switch {
+		case err != nil:
+			then(yield, nil, fmt.Errorf("decoding the result of %s: %w", tool, err))
+		case res.NeedsInput():
+			then(yield, nil, errNeedsSDK)
+		default:
+			then(yield, res, nil)
+		}
+	})
+	return true
 }
+
+// errNeedsSDK tells a lean call's caller to make the call again through
+// the SDK's client.
+var errNeedsSDK = errors.New("the call needs the SDK's client")
 
 // leanResult is what decodeToolResult reads of a tools/call result.
 type leanResult struct {

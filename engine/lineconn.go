@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +72,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{r: t.r, w: t.w, tap: t.tap, incoming: make(chan lineMsg), closed: make(chan struct{}),
 		readDone: make(chan struct{}), lanes: make(chan *lineReader)}
 	if t.client {
-		c.pending = map[string]chan *jsonrpc.Response{}
+		c.pending = map[string]*ownCall{}
 	}
 	go c.readLoop(max)
 	return c, nil
@@ -110,11 +109,31 @@ type lineConn struct {
 	readErr error
 
 	// The engine's own calls (client connections only): pending maps
-	// the id of each call in flight to where its response goes; it is
-	// nil on a connection that makes none.
+	// the id of each call in flight to where its answer goes; it is nil
+	// on a connection that makes none. Once the connection ended, ended
+	// is why, and no call is added.
 	pendMu  sync.Mutex
-	pending map[string]chan *jsonrpc.Response
+	pending map[string]*ownCall
+	ended   error
 	nextID  atomic.Uint64
+}
+
+// A reply receives the answer to one of the engine's own calls: the
+// response's result, or why there is none (a *jsonrpc.Error for an
+// error response). It is called once. When the response arrives, the
+// reply runs on the connection's reader, as a tap's work does (see
+// lineTap): yield lets the reader go, and the reply must call it before
+// it waits on anything that may take long. Called otherwise (the call's
+// context ended, the connection closed, the write failed), yield does
+// nothing.
+type reply func(yield func(), result json.RawMessage, err error)
+
+// ownCall is one of the engine's own calls in flight.
+type ownCall struct {
+	ctx   context.Context
+	reply reply
+	// unwatch stops the watch on ctx (context.AfterFunc).
+	unwatch func() bool
 }
 
 // errMessageTooLarge means one inbound message exceeded the connection's
@@ -211,6 +230,8 @@ func (c *lineConn) endRead(err error) {
 			c.readErr = err
 		}
 		close(c.readDone)
+		// Why the reading ended, such as a message over the size limit.
+		c.endCalls(fmt.Errorf("%w: %w", errConnClosed, c.readErr))
 	})
 }
 
@@ -267,6 +288,7 @@ func (c *lineConn) Close() error {
 			c.tap.drain()
 		}
 		close(c.closed)
+		c.endCalls(errConnClosed)
 		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 	})
 	return c.closeErr
@@ -323,20 +345,20 @@ func (c *lineConn) consume(msg jsonrpc.Message) (bool, func(yield func())) {
 	if c.pending != nil {
 		if r, ok := msg.(*jsonrpc.Response); ok {
 			if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, ownIDPrefix) {
-				c.pendMu.Lock()
-				ch := c.pending[id]
-				delete(c.pending, id)
-				c.pendMu.Unlock()
-				if ch != nil {
-					ch <- r // buffered: never blocks
-					// Let the caller, now runnable, run before this
-					// goroutine reads on: the next read is a system call
-					// that would come first on the call's path.
-					runtime.Gosched()
+				call := c.take(id)
+				if call == nil {
+					// A response nobody waits for answers a call given
+					// up on: it is dropped.
+					return true, nil
 				}
-				// A response nobody waits for answers a call given up
-				// on: it is dropped.
-				return true, nil
+				call.unwatch()
+				return true, func(yield func()) {
+					result, err := r.Result, error(nil)
+					if r.Error != nil {
+						result, err = nil, r.Error
+					}
+					call.answer(yield, result, err)
+				}
 			}
 		}
 	}
@@ -349,14 +371,16 @@ func (c *lineConn) consume(msg jsonrpc.Message) (bool, func(yield func())) {
 // errConnClosed means the connection ended while a call waited.
 var errConnClosed = errors.New("connection closed")
 
-// roundTrip makes a call of the engine's own on a client connection:
-// it writes the request, with params already encoded, and waits for its
-// response. When ctx ends first, the peer is told the call is cancelled,
-// as the SDK's client does, and ctx's error is returned. A JSON-RPC
-// error response is returned as a *jsonrpc.Error.
-func (c *lineConn) roundTrip(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// send makes a call of the engine's own on a client connection: it
+// writes the request, with params already encoded, and hands the answer
+// to then, on the connection's reader when the response comes (see
+// reply). No goroutine waits for the response. When ctx ends first,
+// the peer is told the call is cancelled, as the SDK's client does, and
+// then gets ctx's error.
+func (c *lineConn) send(ctx context.Context, method string, params json.RawMessage, then reply) {
 	if c.pending == nil {
-		return nil, errors.New("round trip on a connection that is not a client's")
+		then(noYield, nil, errors.New("a call on a connection that is not a client's"))
+		return
 	}
 	id := ownIDPrefix + strconv.FormatUint(c.nextID.Add(1), 10)
 	req := make([]byte, 0, len(params)+len(method)+64)
@@ -367,52 +391,88 @@ func (c *lineConn) roundTrip(ctx context.Context, method string, params json.Raw
 	req = append(req, `","params":`...)
 	req = append(req, params...)
 	req = append(req, '}')
-	ch := make(chan *jsonrpc.Response, 1)
+	call := &ownCall{ctx: ctx, reply: then}
 	c.pendMu.Lock()
-	c.pending[id] = ch
-	c.pendMu.Unlock()
-	forget := func() {
-		c.pendMu.Lock()
-		delete(c.pending, id)
+	if err := c.ended; err != nil {
 		c.pendMu.Unlock()
+		call.answer(noYield, nil, err)
+		return
 	}
+	c.pending[id] = call
+	// Registered before the request is written: the response may come
+	// before the write returns.
+	call.unwatch = context.AfterFunc(ctx, func() {
+		if c.take(id) != nil {
+			c.cancelCall(id, ctx.Err())
+			call.answer(noYield, nil, ctx.Err())
+		}
+	})
+	c.pendMu.Unlock()
 	if err := c.writeLine(req); err != nil {
-		forget()
-		return nil, fmt.Errorf("writing %s: %w", method, err)
-	}
-	// Waiting for the server: a lean call lets its reader go now, while
-	// the server works, rather than before it started.
-	yieldReader(ctx)
-	select {
-	case r := <-ch:
-		return responseResult(r)
-	case <-ctx.Done():
-		forget()
-		c.cancelCall(id, ctx.Err())
-		return nil, ctx.Err()
-	case <-c.readDone:
-	case <-c.closed:
-	}
-	forget()
-	select {
-	case r := <-ch: // answered just before the connection ended
-		return responseResult(r)
-	default:
-	}
-	select {
-	case <-c.readDone:
-		// Why the reading ended, such as a message over the size limit.
-		return nil, fmt.Errorf("%w: %w", errConnClosed, c.readErr)
-	default:
-		return nil, errConnClosed
+		if c.take(id) != nil {
+			call.unwatch()
+			call.answer(noYield, nil, fmt.Errorf("writing %s: %w", method, err))
+		}
 	}
 }
 
-func responseResult(r *jsonrpc.Response) (json.RawMessage, error) {
-	if r.Error != nil {
-		return nil, r.Error
+// take removes the call with id from those in flight and returns it, or
+// nil when it is not (or no longer) in flight. Whoever takes a call
+// answers it.
+func (c *lineConn) take(id string) *ownCall {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	call := c.pending[id]
+	delete(c.pending, id)
+	return call
+}
+
+// endCalls answers every call in flight with err, each on its own
+// goroutine (a reply may wait), and refuses calls from now on.
+func (c *lineConn) endCalls(err error) {
+	if c.pending == nil {
+		return
 	}
-	return r.Result, nil
+	c.pendMu.Lock()
+	if c.ended == nil {
+		c.ended = err
+	}
+	calls := make([]*ownCall, 0, len(c.pending))
+	for _, call := range c.pending {
+		calls = append(calls, call)
+	}
+	clear(c.pending)
+	c.pendMu.Unlock()
+	for _, call := range calls {
+		call.unwatch()
+		go call.answer(noYield, nil, err)
+	}
+}
+
+// answer runs the call's reply. A panic in it goes to the handler that
+// the call's context carries (withPanicHandler), which answers for the
+// call; without one, it is a panic.
+func (call *ownCall) answer(yield func(), result json.RawMessage, err error) {
+	if h, _ := call.ctx.Value(panicHandlerKey{}).(func(any)); h != nil {
+		defer func() {
+			if v := recover(); v != nil {
+				h(v)
+			}
+		}()
+	}
+	call.reply(yield, result, err)
+}
+
+// noYield is the yield of a reply that does not run on a reader.
+func noYield() {}
+
+type panicHandlerKey struct{}
+
+// withPanicHandler returns a context whose calls on a connection (send)
+// hand a panic in their reply to h: a reply runs on the connection's
+// reader, where a panic would end the process.
+func withPanicHandler(ctx context.Context, h func(v any)) context.Context {
+	return context.WithValue(ctx, panicHandlerKey{}, h)
 }
 
 // cancelCall tells the peer that the engine gave up on call id.
@@ -424,16 +484,52 @@ func (c *lineConn) cancelCall(id string, why error) {
 
 type readerYieldKey struct{}
 
-// withReaderYield returns a context carrying the yield of the lean call
-// that runs on a connection's reader (lineTap).
+// withReaderYield returns a context carrying the yield of work that runs
+// on a connection's reader: a lean call (lineTap) or a reply.
 func withReaderYield(ctx context.Context, yield func()) context.Context {
 	return context.WithValue(ctx, readerYieldKey{}, yield)
 }
 
-// yieldReader lets the reader go when ctx is a lean call's that still
-// holds it: whatever may wait long calls it first (lineTap).
+// yieldReader lets the reader go when ctx is that of work that still
+// holds it: whatever may wait long calls it first (lineTap, reply).
 func yieldReader(ctx context.Context) {
 	if yield, _ := ctx.Value(readerYieldKey{}).(func()); yield != nil {
 		yield()
 	}
+}
+
+// await runs start, which hands its result to then once, perhaps on
+// another goroutine (a connection's reader, see reply), and waits for
+// it. While it waits, ctx's reader is let go. A panic in a reply of
+// start's calls is raised again here, on the goroutine that waits, as
+// if start had run here.
+func await[T any](ctx context.Context, start func(ctx context.Context, then func(yield func(), v T))) T {
+	var (
+		v     T
+		fault any
+		once  sync.Once
+		done  = make(chan struct{})
+	)
+	ctx = withPanicHandler(ctx, func(p any) {
+		once.Do(func() {
+			fault = p
+			close(done)
+		})
+	})
+	start(ctx, func(_ func(), r T) {
+		once.Do(func() {
+			v = r
+			close(done)
+		})
+	})
+	select {
+	case <-done:
+	default:
+		yieldReader(ctx)
+		<-done
+	}
+	if fault != nil {
+		panic(fault)
+	}
+	return v
 }

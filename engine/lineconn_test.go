@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -180,5 +182,242 @@ func TestLineConnServesTheSDKClient(t *testing.T) {
 	cw.Close()
 	if err := <-done; err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
 		t.Logf("server ended: %v", err)
+	}
+}
+
+// ownCallPeer is the far end of a client lineConn: it reads the
+// requests the connection writes and answers them as the test says.
+type ownCallPeer struct {
+	c     *lineConn
+	lines chan string    // what the connection wrote
+	out   io.WriteCloser // what the connection reads
+}
+
+func newOwnCallPeer(t *testing.T) *ownCallPeer {
+	t.Helper()
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	conn, err := (&lineTransport{r: cr, w: cw, client: true}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); pw.Close(); pr.Close() })
+	p := &ownCallPeer{c: conn.(*lineConn), lines: make(chan string, 16), out: pw}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	return p
+}
+
+// next returns the id and method of the next message the connection
+// wrote.
+func (p *ownCallPeer) next(t *testing.T) (id, method string) {
+	t.Helper()
+	var line string
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			t.Fatal("the connection wrote nothing more")
+		}
+		line = l
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection wrote nothing")
+	}
+	var m struct {
+		ID     string `json:"id"`
+		Method string `json:"method"`
+		Params struct {
+			RequestID string `json:"requestId"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("the connection wrote %q: %v", line, err)
+	}
+	if m.Method == "notifications/cancelled" {
+		return m.Params.RequestID, m.Method
+	}
+	return m.ID, m.Method
+}
+
+func (p *ownCallPeer) answer(t *testing.T, id, result string) {
+	t.Helper()
+	if _, err := io.WriteString(p.out, `{"jsonrpc":"2.0","id":"`+id+`","result":`+result+"}\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type ownAnswer struct {
+	result string
+	err    error
+}
+
+// sendCall makes a call on p's connection and returns where its answer
+// goes; each reply runs do, if set, first.
+func (p *ownCallPeer) sendCall(ctx context.Context, do func(yield func())) <-chan ownAnswer {
+	got := make(chan ownAnswer, 1)
+	p.c.send(ctx, "tools/call", json.RawMessage(`{"name":"x"}`), func(yield func(), result json.RawMessage, err error) {
+		if do != nil {
+			do(yield)
+		}
+		got <- ownAnswer{string(result), err}
+	})
+	return got
+}
+
+func waitAnswer(t *testing.T, got <-chan ownAnswer) ownAnswer {
+	t.Helper()
+	select {
+	case a := <-got:
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+		return ownAnswer{}
+	}
+}
+
+// TestLineConnSendRunsRepliesOnTheReader checks the engine's own calls:
+// each reply runs on the connection's reader, which reads on when the
+// reply returns or yields. A reply that waits after yielding does not
+// hold up the answer to another call.
+func TestLineConnSendRunsRepliesOnTheReader(t *testing.T) {
+	p := newOwnCallPeer(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	first := p.sendCall(ctx, func(yield func()) {
+		yield()
+		<-release // waits until the second call is answered
+	})
+	id1, method := p.next(t)
+	if method != "tools/call" {
+		t.Fatalf("wrote %s", method)
+	}
+	second := p.sendCall(ctx, nil)
+	id2, _ := p.next(t)
+	if id1 == id2 || !strings.HasPrefix(id1, ownIDPrefix) {
+		t.Fatalf("ids %q and %q", id1, id2)
+	}
+	p.answer(t, id1, `{"n":1}`)
+	p.answer(t, id2, `{"n":2}`)
+	if a := waitAnswer(t, second); a.err != nil || a.result != `{"n":2}` {
+		t.Fatalf("second call: %+v", a)
+	}
+	close(release)
+	if a := waitAnswer(t, first); a.err != nil || a.result != `{"n":1}` {
+		t.Fatalf("first call: %+v", a)
+	}
+	// A response to no call in flight is dropped; the reader reads on.
+	p.answer(t, id1, `{"n":1}`)
+	third := p.sendCall(ctx, nil)
+	id3, _ := p.next(t)
+	if _, err := io.WriteString(p.out, `{"jsonrpc":"2.0","id":"`+id3+`","error":{"code":-32602,"message":"no such tool"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	var werr *jsonrpc.Error
+	if a := waitAnswer(t, third); !errors.As(a.err, &werr) || werr.Message != "no such tool" {
+		t.Fatalf("error response: %+v", a)
+	}
+	p.c.pendMu.Lock()
+	left := len(p.c.pending)
+	p.c.pendMu.Unlock()
+	if left != 0 {
+		t.Errorf("%d calls left in flight", left)
+	}
+}
+
+// TestLineConnSendEnds checks the ways a call ends without a response:
+// its context ends (and the peer is told), the connection closes, or
+// the reading fails.
+func TestLineConnSendEnds(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		p := newOwnCallPeer(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		got := p.sendCall(ctx, nil)
+		id, _ := p.next(t)
+		cancel()
+		if a := waitAnswer(t, got); !errors.Is(a.err, context.Canceled) {
+			t.Fatalf("cancelled call: %+v", a)
+		}
+		if cid, method := p.next(t); method != "notifications/cancelled" || cid != id {
+			t.Fatalf("after the cancel the connection wrote %s for %q, want notifications/cancelled for %q", method, cid, id)
+		}
+		p.answer(t, id, `{}`) // too late: dropped
+	})
+	t.Run("close", func(t *testing.T) {
+		p := newOwnCallPeer(t)
+		got := p.sendCall(context.Background(), nil)
+		p.next(t)
+		go p.c.Close()
+		if a := waitAnswer(t, got); !errors.Is(a.err, errConnClosed) {
+			t.Fatalf("call in flight at close: %+v", a)
+		}
+		if a := waitAnswer(t, p.sendCall(context.Background(), nil)); !errors.Is(a.err, errConnClosed) {
+			t.Fatalf("call after close: %+v", a)
+		}
+	})
+	t.Run("read-error", func(t *testing.T) {
+		cr, pw := io.Pipe()
+		conn, err := (&lineTransport{r: cr, w: nopWriteCloser{io.Discard}, client: true, max: 64}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		p := &ownCallPeer{c: conn.(*lineConn), out: pw}
+		got := p.sendCall(context.Background(), nil)
+		go io.WriteString(pw, `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`+strings.Repeat("x", 100)+`"}}`+"\n")
+		a := waitAnswer(t, got)
+		if !errors.Is(a.err, errConnClosed) || !errors.Is(a.err, errMessageTooLarge) {
+			t.Fatalf("call in flight when the reading failed: %+v", a)
+		}
+	})
+}
+
+// TestLineConnReplyPanics checks that a panic in a reply, which runs on
+// the connection's reader, goes to the handler its call's context
+// carries, and that await raises it again on the goroutine that waits.
+func TestLineConnReplyPanics(t *testing.T) {
+	p := newOwnCallPeer(t)
+	handled := make(chan any, 1)
+	ctx := withPanicHandler(context.Background(), func(v any) { handled <- v })
+	p.sendCall(ctx, func(func()) { panic("reply bug") })
+	id, _ := p.next(t)
+	p.answer(t, id, `{}`)
+	select {
+	case v := <-handled:
+		if v != "reply bug" {
+			t.Fatalf("handler got %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the panic did not reach the handler")
+	}
+	// The reader survived it.
+	got := p.sendCall(context.Background(), nil)
+	id, _ = p.next(t)
+	p.answer(t, id, `{"ok":true}`)
+	if a := waitAnswer(t, got); a.err != nil {
+		t.Fatal(a.err)
+	}
+
+	raised := make(chan any, 1)
+	go func() {
+		defer func() { raised <- recover() }()
+		await(context.Background(), func(ctx context.Context, then func(func(), string)) {
+			p.c.send(ctx, "tools/call", json.RawMessage(`{}`), func(yield func(), _ json.RawMessage, _ error) {
+				panic("awaited reply bug")
+			})
+		})
+	}()
+	id, _ = p.next(t)
+	p.answer(t, id, `{}`)
+	select {
+	case v := <-raised:
+		if v != "awaited reply bug" {
+			t.Fatalf("await raised %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("await did not return")
 	}
 }

@@ -155,6 +155,16 @@ func (e *Engine) push(r audit.Record, now bool) {
 	}
 }
 
+// auditHolding reports whether the audit log is open and keeps its file
+// lock from an earlier append (audit.Log.Holding): an append now waits
+// for no other process.
+func (e *Engine) auditHolding() bool {
+	e.auditMu.RLock()
+	defer e.auditMu.RUnlock()
+	q := e.audit.Load()
+	return q != nil && q.log.Holding()
+}
+
 // openAudit opens the log and starts its writer on first use.
 func (e *Engine) openAudit() {
 	e.auditOnce.Do(func() {

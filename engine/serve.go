@@ -52,14 +52,28 @@ func (e *Engine) gatewayCall(ctx context.Context, raw json.RawMessage) *mcp.Call
 
 // gatewayRun is gatewayCall before the result is made a CallToolResult.
 func (e *Engine) gatewayRun(ctx context.Context, raw json.RawMessage) GatewayResult {
+	return await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
+}
+
+// gatewayRunThen is gatewayRun that hands the result to then, once: on
+// this goroutine, or, for a call on the lean path, on the server's
+// connection's reader once the server answers (see gwCallThen).
+func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then func(yield func(), r GatewayResult)) {
+	here := func() { yieldReader(ctx) }
 	var in GatewayInput
 	if len(raw) > maxGatewayInput {
-		return gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput)
+		then(here, gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput))
+		return
 	}
 	if err := decodeGatewayInput(raw, &in); err != nil {
-		return gwError("%v", err)
+		then(here, gwError("%v", err))
+		return
 	}
-	return e.Gateway(ctx, in)
+	if strings.TrimSpace(in.Action) == "call" {
+		e.gwCallThen(ctx, in, then)
+		return
+	}
+	then(here, e.Gateway(ctx, in))
 }
 
 // decodeGatewayInput decodes strictly: an unknown field is an error that

@@ -683,8 +683,11 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 }
 
 // call runs one tool call on the server. callID doubles as the progress
-// token, so progress notifications map back to the call.
-func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*mcp.CallToolResult, error) {
+// token, so progress notifications map back to the call. then gets the
+// result once: on this goroutine, or, when the call takes the lean path,
+// on the connection's reader once the server answers (see reply; yield
+// lets that reader go).
+func (s *supervisor) call(ctx context.Context, callID, tool string, args any, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s.mu.Lock()
 	s.inflight++
 	if s.calls == nil {
@@ -693,23 +696,25 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 	s.calls[callID] = tool
 	s.stopIdleLocked()
 	s.mu.Unlock()
-	defer func() {
+	here := func() { yieldReader(ctx) }
+	end := func(yield func(), res *mcp.CallToolResult, err error) {
 		s.mu.Lock()
 		s.inflight--
 		delete(s.calls, callID)
 		s.mu.Unlock()
 		s.touch()
-	}()
+		then(yield, res, err)
+	}
 	cs, err := s.ensure(ctx)
 	if err != nil {
-		return nil, err
+		end(here, nil, err)
+		return
 	}
 	if s.stale() {
 		s.refreshAsync("metadata older than metadataRefreshMs")
 	}
 	timeout := s.callTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	// A progress token asks the server for progress notifications, which
 	// only a subscriber to the engine's events sees (as mcp_call_update);
 	// without one, the server is not asked. Servers do work for a token
@@ -719,24 +724,39 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any) (*
 		progress = callID
 	}
 	tripsBefore := s.oversized.Load()
-	res, lean, err := s.leanCall(cctx, cs, tool, args, progress)
-	if !lean {
-		yieldReader(ctx)
+	done := func(yield func(), res *mcp.CallToolResult, err error) {
+		if err != nil {
+			if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				err = fmt.Errorf("call %s timed out after %s", tool, timeout)
+			} else if s.oversized.Load() != tripsBefore {
+				err = fmt.Errorf("%w: %v", errMessageTooLarge, err)
+			}
+			res, err = nil, s.scrub.err(err)
+		}
+		cancel()
+		end(yield, res, err)
+	}
+	viaSDK := func(yield func()) {
+		// The SDK's client waits here for the server, which the
+		// connection's reader must go on reading.
+		yield()
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
 		if progress != "" {
 			params.SetProgressToken(progress)
 		}
-		res, err = cs.CallTool(cctx, params)
+		res, err := cs.CallTool(cctx, params)
+		done(noYield, res, err)
 	}
-	if err != nil {
-		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			err = fmt.Errorf("call %s timed out after %s", tool, timeout)
-		} else if s.oversized.Load() != tripsBefore {
-			err = fmt.Errorf("%w: %v", errMessageTooLarge, err)
+	lean := s.leanCall(cctx, cs, tool, args, progress, func(yield func(), res *mcp.CallToolResult, err error) {
+		if errors.Is(err, errNeedsSDK) {
+			viaSDK(yield)
+			return
 		}
-		return nil, s.scrub.err(err)
+		done(yield, res, err)
+	})
+	if !lean {
+		viaSDK(here)
 	}
-	return res, nil
 }
 
 // touch restarts the idle timer after use.

@@ -164,7 +164,9 @@ Examples:
 			}
 		}
 		if addr == "" {
-			err = eng.ServeStdio(ctx, io.NopCloser(e.stdin), nopWriteCloser{e.stdout})
+			in, restore := pollStdin(e.stdin, e.stdout)
+			defer restore()
+			err = eng.ServeStdio(ctx, in, nopWriteCloser{e.stdout})
 			if err != nil && ctx.Err() == nil && err != io.EOF {
 				return failuref("serve: %w", err)
 			}

@@ -255,6 +255,15 @@ func (l *Log) hold() {
 	}
 }
 
+// Holding reports whether the log keeps its file lock from an earlier
+// append (Options.HoldLock), so that an append now waits for no other
+// process. It is a hint: the hold may end just after.
+func (l *Log) Holding() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held && !l.closed
+}
+
 // letGo lets go of a lock kept by hold.
 func (l *Log) letGo() {
 	l.mu.Lock()

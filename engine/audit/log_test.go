@@ -721,10 +721,16 @@ func TestHoldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
+	if holder.Holding() {
+		t.Error("Holding before any append")
+	}
 	for range 2 {
 		if err := holder.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: "held"}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if !holder.Holding() {
+		t.Error("not Holding after an append with HoldLock")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -734,8 +740,14 @@ func TestHoldLock(t *testing.T) {
 	if err := holder.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if holder.Holding() {
+		t.Error("Holding after Close")
+	}
 	if err := other.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: "other"}); err != nil {
 		t.Fatal(err)
+	}
+	if other.Holding() {
+		t.Error("Holding after an append without HoldLock")
 	}
 
 	// A short hold lets go by itself; the holder then catches up with
@@ -752,6 +764,13 @@ func TestHoldLock(t *testing.T) {
 		if err := other.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: fmt.Sprint("other", i)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for brief.Holding() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if brief.Holding() {
+		t.Error("still Holding long after a hold of 1ms")
 	}
 	mustIntact(t, verify(t, path), 9)
 }

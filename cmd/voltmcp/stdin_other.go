@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import "io"
+
+// pollStdin returns in as it is: waiting for a pipe in Go's poller
+// (stdin_linux.go) is done on Linux only.
+func pollStdin(in io.Reader, _ io.Writer) (io.ReadCloser, func()) {
+	return io.NopCloser(in), func() {}
+}

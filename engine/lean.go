@@ -247,15 +247,20 @@ func (j *leanJob) finish(yield func(), r GatewayResult) {
 	j.answer(yield, res, jerr)
 }
 
-// fault answers a call whose gateway work panicked with an internal
-// error whose text says nothing of what panicked: the value could hold a
-// secret.
+// fault answers a call whose gateway work panicked.
 func (j *leanJob) fault(any) {
 	if j.answered.Swap(true) {
 		return
 	}
+	j.answer(noYield, nil, j.panicked())
+}
+
+// panicked logs the stack of a panic being recovered and returns the
+// internal error that answers it, whose text says nothing of what
+// panicked: the value could hold a secret.
+func (j *leanJob) panicked() *jsonrpc.Error {
 	j.l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
-	j.answer(noYield, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 
 // encode encodes the result; a panic while encoding is an internal
@@ -263,8 +268,7 @@ func (j *leanJob) fault(any) {
 func (j *leanJob) encode(r GatewayResult) (res []byte, jerr *jsonrpc.Error) {
 	defer func() {
 		if v := recover(); v != nil {
-			j.l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
-			res, jerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			res, jerr = nil, j.panicked()
 		}
 	}()
 	b, err := encodeLeanResult(r, j.complete)

@@ -2,17 +2,21 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
@@ -486,5 +490,64 @@ func TestEncodeLeanResultMatchesSDK(t *testing.T) {
 		if !reflect.DeepEqual(m, w) {
 			t.Errorf("with resultType: %s, want %s and resultType", complete, want)
 		}
+	}
+}
+
+// TestLeanServePanicIsAnInternalError checks that a panic in the
+// gateway's work on the lean path answers the call with an internal
+// error that does not carry the panic's value, logs the stack without
+// it, and leaves the connection serving.
+func TestLeanServePanicIsAnInternalError(t *testing.T) {
+	const canary = "sk-panic-canary-5f1e"
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	var boom atomic.Bool
+	opts.Decide = func(in ToolInput) ToolDecision {
+		if boom.Load() && in.Tool.Name == "echo" {
+			panic(canary)
+		}
+		return ToolDecision{Exposed: true, Allowed: true}
+	}
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	e := start(t, opts)
+	// Connected first: the panic comes in the call, not in discovery.
+	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lean := newLeanServe(ctx, e)
+	p := newWirePeer(t, e, lean)
+	p.send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
+	if r := p.reply(1); r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	p.send(map[string]any{"method": "notifications/initialized"})
+	echo := map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "after"}}
+
+	boom.Store(true)
+	p.send(gatewayCallMsg(2, echo, nil))
+	r := p.reply(2)
+	boom.Store(false)
+	e2, _ := r["error"].(map[string]any)
+	if e2 == nil || e2["message"] != "internal error" || e2["code"] != float64(jsonrpc.CodeInternalError) {
+		t.Fatalf("a call whose gateway work panicked: %v", r)
+	}
+	if n := lean.answered.Load(); n != 1 {
+		t.Errorf("the lean path answered %d calls, want 1", n)
+	}
+	p.send(gatewayCallMsg(3, echo, nil))
+	if got := resultText(t, p.reply(3)); got != "after" {
+		t.Errorf("the call after the panic: %q", got)
+	}
+	logs.mu.Lock()
+	logged := logs.w.String()
+	logs.mu.Unlock()
+	if !strings.Contains(logged, "the mcp tool panicked") {
+		t.Errorf("the panic was not logged: %s", logged)
+	}
+	if strings.Contains(logged, canary) || strings.Contains(fmt.Sprint(r), canary) {
+		t.Error("the panic's value leaked")
 	}
 }

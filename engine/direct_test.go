@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +86,66 @@ func TestDirectToolsOffByDefault(t *testing.T) {
 	}
 	if d := e.directTools(); len(d) != 0 {
 		t.Errorf("direct tools without the setting: %v", d)
+	}
+}
+
+// TestListChangedDuringRefreshIsNotLost checks that a server's
+// notifications/tools/list_changed that comes while a refresh runs,
+// which may have listed the tools before the change, brings another
+// refresh rather than being dropped.
+func TestListChangedDuringRefreshIsNotLost(t *testing.T) {
+	opts := workspace(t, map[string]server{"m": stdio("list-changed", nil)}, nil)
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := start(t, opts)
+	ctx := ctxT(t, 30*time.Second)
+	if err := e.Connect(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.supervisor("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first starts a refresh; the second comes while it runs, as a
+	// server's notification can.
+	s.refreshAsync("first")
+	s.refreshAsync("tools/list_changed")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		busy := s.refreshing
+		s.mu.Unlock()
+		if !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the refreshes did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	logs.mu.Lock()
+	logged := logs.w.String()
+	logs.mu.Unlock()
+	if n := strings.Count(logged, "refreshing metadata"); n != 2 || !strings.Contains(logged, "changed while refreshing") {
+		t.Fatalf("want the first refresh and one more, got %d:\n%s", n, logged)
+	}
+	// And the change itself, end to end: echo's new description is listed.
+	if _, err := e.CallTool(ctx, "m", "mutate", nil); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := e.Metadata("m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range m.Tools {
+			if tl.Name == "echo" && strings.Contains(tl.Description, "revision 1") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the change was never listed")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

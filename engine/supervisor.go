@@ -60,6 +60,7 @@ type supervisor struct {
 	idle            *time.Timer
 	attempts        int // connection failures in a row, for the backoff
 	refreshing      bool
+	refreshAgain    bool // asked for while refreshing: refresh once more after
 	stderr          *ring
 	scrub           scrubber
 	oauth           oauthState // for auth type oauth (oauth.go)
@@ -606,10 +607,18 @@ func (s *supervisor) reconnectLater() {
 }
 
 // refreshAsync refreshes the metadata in the background, once at a time,
-// when the server says a list changed.
+// when the server says a list changed. A change announced during a
+// refresh is not lost: the refresh runs once more.
 func (s *supervisor) refreshAsync(why string) {
 	s.mu.Lock()
-	if s.refreshing || s.session == nil || s.ctx.Err() != nil {
+	if s.session == nil || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return
+	}
+	if s.refreshing {
+		// The refresh running may have listed before the change that
+		// asks for this one: it runs once more when it ends.
+		s.refreshAgain = true
 		s.mu.Unlock()
 		return
 	}
@@ -618,11 +627,22 @@ func (s *supervisor) refreshAsync(why string) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		defer func() { s.mu.Lock(); s.refreshing = false; s.mu.Unlock() }()
-		s.log.Debug("refreshing metadata", "why", why)
-		ctx, cancel := context.WithTimeout(s.ctx, ms(s.cfg.DiscoveryTimeoutMs))
-		defer cancel()
-		_ = s.refresh(ctx)
+		for {
+			s.log.Debug("refreshing metadata", "why", why)
+			ctx, cancel := context.WithTimeout(s.ctx, ms(s.cfg.DiscoveryTimeoutMs))
+			_ = s.refresh(ctx)
+			cancel()
+			s.mu.Lock()
+			again := s.refreshAgain && s.session != nil && s.ctx.Err() == nil
+			s.refreshAgain = false
+			if !again {
+				s.refreshing = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			why = "changed while refreshing"
+		}
 	}()
 }
 

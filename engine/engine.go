@@ -454,7 +454,7 @@ func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*
 func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s, err := e.supervisor(server)
 	if err != nil {
-		then(func() { yieldReader(ctx) }, nil, err)
+		then(readerYield(ctx), nil, err)
 		return
 	}
 	callID := newCallID()

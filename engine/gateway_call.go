@@ -53,7 +53,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 // on this goroutine, or on the server's connection's reader when the
 // call takes the lean path (see supervisor.call).
 func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
-	here := func() { yieldReader(ctx) }
+	here := readerYield(ctx)
 	s, bad := e.needServer(in)
 	if bad != nil {
 		then(here, *bad)

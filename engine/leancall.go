@@ -48,7 +48,7 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 		Meta      map[string]any `json:"_meta,omitempty"`
 	}{tool, args, meta})
 	if err != nil {
-		then(func() { yieldReader(ctx) }, nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
+		then(readerYield(ctx), nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
 		return true
 	}
 	line.send(ctx, "tools/call", params, func(yield func(), raw json.RawMessage, err error) {

@@ -70,7 +70,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		max = defaultMaxMessage
 	}
 	c := &lineConn{r: t.r, w: t.w, tap: t.tap, incoming: make(chan lineMsg), closed: make(chan struct{}),
-		readDone: make(chan struct{}), lanes: make(chan *lineReader)}
+		lanes: make(chan *lineReader)}
 	if t.client {
 		c.pending = map[string]*ownCall{}
 	}
@@ -100,13 +100,10 @@ type lineConn struct {
 
 	tap lineTap
 
-	// readDone closes when the reader stops, after readErr is set
-	// (endRead).
-	readDone chan struct{}
-	readEnd  sync.Once
+	// readEnd makes endRead run once.
+	readEnd sync.Once
 	// lanes hands the reader's state to an idle lane.
-	lanes   chan *lineReader
-	readErr error
+	lanes chan *lineReader
 
 	// The engine's own calls (client connections only): pending maps
 	// the id of each call in flight to where its answer goes; it is nil
@@ -148,7 +145,6 @@ var errBatch = errors.New("JSON-RPC batches are not supported (MCP removed them 
 // Read waiting for input even when the underlying reader does not
 // unblock on close.
 func (c *lineConn) readLoop(max int) {
-	c.readErr = io.EOF
 	c.lane(newLineReader(c.r, max))
 }
 
@@ -222,16 +218,15 @@ func (c *lineConn) read(r *lineReader) (work func(yield func()), ended bool) {
 	}
 }
 
-// endRead records why the reading ended (nil keeps io.EOF) and closes
-// readDone, once.
+// endRead ends the calls in flight, once, with why the reading ended
+// (nil for the end of the stream), such as a message over the size
+// limit.
 func (c *lineConn) endRead(err error) {
 	c.readEnd.Do(func() {
-		if err != nil {
-			c.readErr = err
+		if err == nil {
+			err = io.EOF
 		}
-		close(c.readDone)
-		// Why the reading ended, such as a message over the size limit.
-		c.endCalls(fmt.Errorf("%w: %w", errConnClosed, c.readErr))
+		c.endCalls(fmt.Errorf("%w: %w", errConnClosed, err))
 	})
 }
 
@@ -351,7 +346,6 @@ func (c *lineConn) consume(msg jsonrpc.Message) (bool, func(yield func())) {
 					// up on: it is dropped.
 					return true, nil
 				}
-				call.unwatch()
 				return true, func(yield func()) {
 					result, err := r.Result, error(nil)
 					if r.Error != nil {
@@ -410,20 +404,22 @@ func (c *lineConn) send(ctx context.Context, method string, params json.RawMessa
 	c.pendMu.Unlock()
 	if err := c.writeLine(req); err != nil {
 		if c.take(id) != nil {
-			call.unwatch()
 			call.answer(noYield, nil, fmt.Errorf("writing %s: %w", method, err))
 		}
 	}
 }
 
-// take removes the call with id from those in flight and returns it, or
-// nil when it is not (or no longer) in flight. Whoever takes a call
-// answers it.
+// take removes the call with id from those in flight, stops the watch
+// on its context, and returns it; it returns nil when the call is not
+// (or no longer) in flight. Whoever takes a call answers it.
 func (c *lineConn) take(id string) *ownCall {
 	c.pendMu.Lock()
-	defer c.pendMu.Unlock()
 	call := c.pending[id]
 	delete(c.pending, id)
+	c.pendMu.Unlock()
+	if call != nil {
+		call.unwatch()
+	}
 	return call
 }
 
@@ -444,7 +440,7 @@ func (c *lineConn) endCalls(err error) {
 	clear(c.pending)
 	c.pendMu.Unlock()
 	for _, call := range calls {
-		call.unwatch()
+		call.unwatch() // taken here, not by take
 		go call.answer(noYield, nil, err)
 	}
 }
@@ -496,6 +492,12 @@ func yieldReader(ctx context.Context) {
 	if yield, _ := ctx.Value(readerYieldKey{}).(func()); yield != nil {
 		yield()
 	}
+}
+
+// readerYield is yieldReader(ctx) as the yield a continuation gets when
+// it is called on the goroutine whose context is ctx (see reply).
+func readerYield(ctx context.Context) func() {
+	return func() { yieldReader(ctx) }
 }
 
 // await runs start, which hands its result to then once, perhaps on

@@ -59,7 +59,7 @@ func (e *Engine) gatewayRun(ctx context.Context, raw json.RawMessage) GatewayRes
 // this goroutine, or, for a call on the lean path, on the server's
 // connection's reader once the server answers (see gwCallThen).
 func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then func(yield func(), r GatewayResult)) {
-	here := func() { yieldReader(ctx) }
+	here := readerYield(ctx)
 	var in GatewayInput
 	if len(raw) > maxGatewayInput {
 		then(here, gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput))

@@ -716,7 +716,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 	s.calls[callID] = tool
 	s.stopIdleLocked()
 	s.mu.Unlock()
-	here := func() { yieldReader(ctx) }
+	here := readerYield(ctx)
 	end := func(yield func(), res *mcp.CallToolResult, err error) {
 		s.mu.Lock()
 		s.inflight--

@@ -38,19 +38,25 @@ func runIfCLIChild() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// VOLTMCP_TEST_CPUPROFILE profiles the child, to see where a proxied
 	// call spends its time.
+	var profile *os.File
 	if path := os.Getenv("VOLTMCP_TEST_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
-				defer f.Close()
-				defer pprof.StopCPUProfile()
+				profile = f
+			} else {
+				f.Close()
 			}
 		}
 	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
-	if code != 0 {
-		os.Exit(code)
+	if profile != nil {
+		pprof.StopCPUProfile()
+		profile.Close()
 	}
+	// Always exit: returning would run the binary's tests in the child
+	// once the command ends.
+	os.Exit(code)
 }
 
 // relayChildEnv makes the test binary a relay: a process that starts the

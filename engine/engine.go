@@ -113,15 +113,16 @@ type Options struct {
 // Engine runs the MCP servers of one workspace. Its methods are safe for
 // concurrent use.
 type Engine struct {
-	opts     Options
-	log      *slog.Logger
-	lookup   func(string) (string, bool)
-	grace    time.Duration
-	httpBase http.RoundTripper
-	version  string
-	cache    cacheStore
-	bus      bus
-	schema   *cue.Schema
+	opts      Options
+	deadlines callDeadlines // of tool calls (supervisor.call)
+	log       *slog.Logger
+	lookup    func(string) (string, bool)
+	grace     time.Duration
+	httpBase  http.RoundTripper
+	version   string
+	cache     cacheStore
+	bus       bus
+	schema    *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
 	ix      *searchIndex

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,17 @@ func TestIdleDisconnect(t *testing.T) {
 	ctx := ctxT(t, 10*time.Second)
 	if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
+	}
+	// Calls closer together than the idle timeout keep the server.
+	before := children()
+	for range 6 {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := children(); !slices.Equal(after, before) {
+		t.Errorf("the server's process changed while in use: %v, then %v", before, after)
 	}
 	// A call longer than the idle timeout is not cut off.
 	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 700}); err != nil {

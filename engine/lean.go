@@ -232,7 +232,7 @@ type leanJob struct {
 	id       jsonrpc.ID
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	release  func() // writes the call's held audit records
+	release  func(wait func()) // writes the call's held audit records
 	complete bool
 	// answered is set by the first of finish and fault.
 	answered atomic.Bool
@@ -287,15 +287,11 @@ func (j *leanJob) answer(yield func(), res []byte, jerr *jsonrpc.Error) {
 		delete(l.inflight, j.id.Raw())
 		l.mu.Unlock()
 		j.cancel(nil)
-		// After the answer, the call writes its audit records itself.
-		// Taking the log's lock may wait for another process: not while
-		// holding a reader. With the lock kept from an earlier append,
-		// the reader reads on once the records are written, with no
-		// goroutine woken to take it over.
-		if !l.e.auditHolding() {
-			yield()
-		}
-		j.release()
+		// After the answer, the call writes its audit records itself,
+		// handing the reader over only if the log makes it wait (for
+		// another process's lock, say): an append that waits for nothing
+		// wakes no goroutine to read on.
+		j.release(yield)
 		l.wg.Done()
 	}()
 	if errors.Is(context.Cause(j.ctx), errAgentCancelled) {

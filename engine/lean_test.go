@@ -10,7 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -550,4 +552,77 @@ func TestLeanServePanicIsAnInternalError(t *testing.T) {
 	if strings.Contains(logged, canary) || strings.Contains(fmt.Sprint(r), canary) {
 		t.Error("the panic's value leaked")
 	}
+}
+
+// TestLeanServeReadsOnWhileTheAuditWaits checks that a lean call whose
+// audit record waits for the log's lock (another process holds it) hands
+// the agent's reader over first: the next call is answered while the
+// first call's record still waits, and both records are written once the
+// lock is free.
+func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
+	switch runtime.GOOS {
+	case "darwin", "dragonfly", "freebsd", "linux", "netbsd", "openbsd":
+	default:
+		t.Skip("the audit log has no file lock here")
+	}
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	e := start(t, opts)
+	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
+		t.Fatal(err)
+	}
+	path := audit.DefaultPath(filepath.Join(opts.Home, ".volt", "agent"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lean := newLeanServe(ctx, e)
+	p := newWirePeer(t, e, lean)
+	p.send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
+	if r := p.reply(1); r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	p.send(map[string]any{"method": "notifications/initialized"})
+	call := func(id int, text string) {
+		t.Helper()
+		p.send(gatewayCallMsg(id, map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": text}}, nil))
+		if got := resultText(t, p.reply(id)); got != text {
+			t.Fatalf("call %d answered %q, want %q", id, got, text)
+		}
+	}
+	waitRecords := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			recs, _, err := audit.Read(path, audit.Query{Kind: audit.KindCall, Tool: "echo"})
+			if err == nil && len(recs) == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d call records, want %d (%v)", len(recs), n, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The first call opens the engine's log, so that the calls below
+	// find it open and wait for its lock in the append itself.
+	call(2, "zero")
+	waitRecords(1)
+	// Another writer of the same log (as another voltmcp process would
+	// be) takes its lock and keeps it.
+	holder, err := audit.Open(path, &audit.Options{HoldLock: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := holder.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: "holder"}); err != nil {
+		t.Fatal(err)
+	}
+	call(3, "first")
+	call(4, "second")
+	if n := lean.answered.Load(); n != 3 {
+		t.Errorf("the lean path answered %d calls, want 3", n)
+	}
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitRecords(3)
 }

@@ -114,7 +114,7 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if h, _ := ctx.Value(heldRecordsKey{}).(*heldRecords); h != nil && h.hold(func() audit.Record { return r }) {
 		return
 	}
-	e.push(r, false)
+	e.push(r, nil)
 }
 
 // recordLater is record for a record that costs something to build:
@@ -135,34 +135,28 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 }
 
 // push opens the log on first use, adds the engine's workspace, session
-// and surface to r and hands it to the log's writer. With now, for a
-// goroutine that can wait for the disk, it appends r itself rather than
-// waking the writer, which on a small machine costs more than the append
-// (docs/benchmarks.md): a lean call's held records take this way after
-// its answer is written. Records still queued may then be written after
-// r; each record keeps the time it was made.
-func (e *Engine) push(r audit.Record, now bool) {
+// and surface to r and hands it to the log's writer. With a non-nil
+// wait, for a goroutine that may append itself, it appends r itself
+// rather than waking the writer, which on a small machine costs more
+// than the append (docs/benchmarks.md), and calls wait before it would
+// wait for the log (audit.WithBeforeWait): a lean call's held records
+// take this way after its answer is written. Records still queued may
+// then be written after r; each record keeps the time it was made.
+func (e *Engine) push(r audit.Record, wait func()) {
+	if wait != nil && e.audit.Load() == nil {
+		wait() // opening the log takes its lock, which may be held
+	}
 	e.openAudit()
 	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
 	e.auditMu.RLock()
 	defer e.auditMu.RUnlock()
 	switch q := e.audit.Load(); {
 	case q == nil:
-	case now:
-		q.append(e, r)
+	case wait != nil:
+		q.append(audit.WithBeforeWait(context.Background(), wait), e, r)
 	default:
 		q.ch <- r
 	}
-}
-
-// auditHolding reports whether the audit log is open and keeps its file
-// lock from an earlier append (audit.Log.Holding): an append now waits
-// for no other process.
-func (e *Engine) auditHolding() bool {
-	e.auditMu.RLock()
-	defer e.auditMu.RUnlock()
-	q := e.audit.Load()
-	return q != nil && q.log.Holding()
 }
 
 // openAudit opens the log and starts its writer on first use.
@@ -210,15 +204,17 @@ type heldRecordsKey struct{}
 
 // withHeldRecords returns a context whose records are held until release
 // is called; release must be called, and may be called more than once.
-func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func()) {
+// Release appends the records itself, calling wait (which must not be
+// nil) before it would wait for the log.
+func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func(wait func())) {
 	h := &heldRecords{}
-	return context.WithValue(ctx, heldRecordsKey{}, h), func() {
+	return context.WithValue(ctx, heldRecordsKey{}, h), func(wait func()) {
 		h.mu.Lock()
 		recs := h.recs
 		h.recs, h.released = nil, true
 		h.mu.Unlock()
 		for _, build := range recs {
-			e.push(build(), true)
+			e.push(build(), wait)
 		}
 	}
 }
@@ -308,13 +304,13 @@ type auditQueue struct {
 func (q *auditQueue) run(e *Engine) {
 	defer close(q.done)
 	for r := range q.ch {
-		q.append(e, r)
+		q.append(context.Background(), e, r)
 	}
 }
 
 // append writes one record, reporting a failure.
-func (q *auditQueue) append(e *Engine, r audit.Record) {
-	if err := q.log.Append(context.Background(), r); err != nil {
+func (q *auditQueue) append(ctx context.Context, e *Engine, r audit.Record) {
+	if err := q.log.Append(ctx, r); err != nil {
 		e.log.Error("audit append", "err", err)
 		e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
 	}

@@ -57,8 +57,10 @@ type supervisor struct {
 	cacheErr        string
 	inflight        int
 	calls           map[string]string // call id → tool, of calls in flight
-	idle            *time.Timer
-	attempts        int // connection failures in a row, for the backoff
+	idle            *time.Timer       // the idle timer (touch), armed for session idleGen
+	idleGen         uint64
+	lastUse         time.Time // when a call last ended, for the idle timer
+	attempts        int       // connection failures in a row, for the backoff
 	refreshing      bool
 	refreshAgain    bool // asked for while refreshing: refresh once more after
 	stderr          *ring
@@ -714,7 +716,6 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 		s.calls = map[string]string{}
 	}
 	s.calls[callID] = tool
-	s.stopIdleLocked()
 	s.mu.Unlock()
 	here := readerYield(ctx)
 	end := func(yield func(), res *mcp.CallToolResult, err error) {
@@ -734,7 +735,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 		s.refreshAsync("metadata older than metadataRefreshMs")
 	}
 	timeout := s.callTimeout
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := s.e.deadlines.withTimeout(ctx, timeout)
 	// A progress token asks the server for progress notifications, which
 	// only a subscriber to the engine's events sees (as mcp_call_update);
 	// without one, the server is not asked. Servers do work for a token
@@ -779,15 +780,21 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 	}
 }
 
-// touch restarts the idle timer after use.
+// touch notes a use of the server for its idle timer, which it arms if
+// it is not armed. The timer is not stopped and started again on every
+// call: starting a timer may wake a thread of Go's runtime, a cost a
+// call through the gateway pays on a small machine (docs/benchmarks.md).
+// Instead, a timer that fires before the server has been idle for
+// IdleTimeoutMs arms itself again for the rest of it (idleFired).
 func (s *supervisor) touch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stopIdleLocked()
-	if s.cfg.IdleTimeoutMs <= 0 || s.cfg.Lifecycle == "keep-alive" || s.inflight > 0 || s.session == nil {
+	s.lastUse = time.Now()
+	if s.cfg.IdleTimeoutMs <= 0 || s.cfg.Lifecycle == "keep-alive" || s.session == nil || s.idle != nil {
 		return
 	}
 	gen := s.gen
+	s.idleGen = gen
 	s.idle = time.AfterFunc(ms(s.cfg.IdleTimeoutMs), func() { s.idleFired(gen) })
 }
 
@@ -798,14 +805,33 @@ func (s *supervisor) stopIdleLocked() {
 	}
 }
 
-// idleFired disconnects an idle server unless a call began meanwhile.
+// idleFired disconnects a server idle for IdleTimeoutMs. A server in use
+// (a call in flight, or one that ended less than IdleTimeoutMs ago) or
+// not ready keeps the timer, armed again; a timer of an earlier session
+// goes.
 func (s *supervisor) idleFired(gen uint64) {
 	s.mu.Lock()
-	busy := s.inflight > 0 || s.gen != gen || s.session == nil || s.status != StatusReady
-	s.mu.Unlock()
-	if busy {
+	if s.idle == nil || s.idleGen != gen {
+		s.mu.Unlock()
+		return // stopped, or another timer took over
+	}
+	if s.gen != gen || s.session == nil {
+		s.idle = nil
+		s.mu.Unlock()
 		return
 	}
+	idle := ms(s.cfg.IdleTimeoutMs)
+	rest := idle - time.Since(s.lastUse)
+	if s.inflight > 0 || s.status != StatusReady {
+		rest = idle
+	}
+	if rest > 0 {
+		s.idle.Reset(rest)
+		s.mu.Unlock()
+		return
+	}
+	s.idle = nil
+	s.mu.Unlock()
 	s.log.Debug("idle; disconnecting")
 	s.disconnect(StatusCold)
 }

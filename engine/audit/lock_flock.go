@@ -17,8 +17,9 @@ func openLock(path string) (*os.File, error) {
 }
 
 // lockFile takes an exclusive flock on f, waiting until it is free or ctx
-// ends. Writers hold it for one append, so waits are short.
-func lockFile(ctx context.Context, f *os.File) error {
+// ends. Writers hold it for one append (or Options.HoldLock), so waits
+// are short. wait runs before the first wait.
+func lockFile(ctx context.Context, f *os.File, wait func()) error {
 	delay := 50 * time.Microsecond
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -28,6 +29,7 @@ func lockFile(ctx context.Context, f *os.File) error {
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			return err
 		}
+		wait()
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():

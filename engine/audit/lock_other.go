@@ -11,7 +11,7 @@ import (
 func openLock(string) (*os.File, error) { return nil, nil }
 
 // lockFile does nothing without flock.
-func lockFile(context.Context, *os.File) error { return nil }
+func lockFile(context.Context, *os.File, func()) error { return nil }
 
 // unlockFile does nothing without flock.
 func unlockFile(*os.File) {}

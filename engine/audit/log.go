@@ -122,7 +122,7 @@ func Open(path string, opts *Options) (*Log, error) {
 		return nil, fmt.Errorf("audit: open: %w", err)
 	}
 	l.lock = lock
-	if err := lockFile(context.Background(), l.lock); err != nil {
+	if err := lockFile(context.Background(), l.lock, func() {}); err != nil {
 		l.closeFiles()
 		return nil, fmt.Errorf("audit: open: lock: %w", err)
 	}
@@ -159,7 +159,8 @@ func (l *Log) Head() (seq int64, hash string) {
 // write(2). A record whose line would exceed MaxLineBytes is shrunk (see
 // Record) rather than refused. The context bounds the wait for another
 // process's lock; the write itself is not interrupted. After an error the
-// record may or may not be in the file; the log stays usable.
+// record may or may not be in the file; the log stays usable. A hook set
+// with WithBeforeWait runs before Append first waits.
 func (l *Log) Append(ctx context.Context, r Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -170,7 +171,11 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 	}
 	r = prepare(r, l.opts.Now, l.opts.Redact)
 
-	l.mu.Lock()
+	wait := beforeWait(ctx)
+	if !l.mu.TryLock() {
+		wait() // another append is in progress
+		l.mu.Lock()
+	}
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
@@ -186,7 +191,7 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 	// ours failed.
 	locked := !l.held
 	if locked {
-		if err := lockFile(ctx, l.lock); err != nil {
+		if err := lockFile(ctx, l.lock, wait); err != nil {
 			return fmt.Errorf("audit: append: lock: %w", err)
 		}
 		if l.opts.HoldLock > 0 && l.lock != nil {
@@ -253,15 +258,6 @@ func (l *Log) hold() {
 	} else {
 		l.release.Reset(l.opts.HoldLock)
 	}
-}
-
-// Holding reports whether the log keeps its file lock from an earlier
-// append (Options.HoldLock), so that an append now waits for no other
-// process. It is a hint: the hold may end just after.
-func (l *Log) Holding() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held && !l.closed
 }
 
 // letGo lets go of a lock kept by hold.
@@ -533,4 +529,27 @@ func (l *Log) rotate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+type beforeWaitKey struct{}
+
+// WithBeforeWait returns a context that makes Append call f before it
+// first waits: for another goroutine's append in progress, or for
+// another process's hold on the file lock. f runs at most once per
+// Append, and not at all when the append waits for nothing. A caller
+// that must not block while others depend on it (a connection's only
+// reader, say) hands that work over in f; an append that need not wait
+// then costs no handover.
+func WithBeforeWait(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, beforeWaitKey{}, f)
+}
+
+// beforeWait returns the hook WithBeforeWait put in ctx, made to run at
+// most once, or a function that does nothing.
+func beforeWait(ctx context.Context) func() {
+	f, _ := ctx.Value(beforeWaitKey{}).(func())
+	if f == nil {
+		return func() {}
+	}
+	return sync.OnceFunc(f)
 }

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -709,6 +710,8 @@ func sha256hex(b []byte) string {
 // TestHoldLock checks that a log holding its lock between appends keeps
 // other writers out until it lets go (Close, or HoldLock after taking
 // it), and that each writer then goes on from the other's last record.
+// It also checks WithBeforeWait: its hook runs once when an append
+// waits for the lock, and not when it waits for nothing.
 func TestHoldLock(t *testing.T) {
 	t.Parallel()
 	path := audit.DefaultPath(t.TempDir())
@@ -721,33 +724,29 @@ func TestHoldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if holder.Holding() {
-		t.Error("Holding before any append")
-	}
+	var waits atomic.Int32
+	counting := audit.WithBeforeWait(context.Background(), func() { waits.Add(1) })
 	for range 2 {
-		if err := holder.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: "held"}); err != nil {
+		if err := holder.Append(counting, audit.Record{Kind: audit.KindCall, Tool: "held"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !holder.Holding() {
-		t.Error("not Holding after an append with HoldLock")
+	if n := waits.Load(); n != 0 {
+		t.Errorf("the before-wait hook ran %d times for appends that waited for nothing", n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(counting, 50*time.Millisecond)
 	defer cancel()
 	if err := other.Append(ctx, audit.Record{Kind: audit.KindCall, Tool: "other"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("another writer appended while the lock was held: %v", err)
 	}
+	if n := waits.Load(); n != 1 {
+		t.Errorf("the before-wait hook ran %d times for an append that waited for the lock, want 1", n)
+	}
 	if err := holder.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if holder.Holding() {
-		t.Error("Holding after Close")
-	}
 	if err := other.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: "other"}); err != nil {
 		t.Fatal(err)
-	}
-	if other.Holding() {
-		t.Error("Holding after an append without HoldLock")
 	}
 
 	// A short hold lets go by itself; the holder then catches up with
@@ -765,12 +764,24 @@ func TestHoldLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The hold ends by itself: another writer then appends without
+	// waiting for it.
+	records := int64(9)
 	deadline := time.Now().Add(10 * time.Second)
-	for brief.Holding() && time.Now().Before(deadline) {
+	for {
+		var waited atomic.Bool
+		ctx := audit.WithBeforeWait(context.Background(), func() { waited.Store(true) })
+		if err := other.Append(ctx, audit.Record{Kind: audit.KindCall, Tool: "after"}); err != nil {
+			t.Fatal(err)
+		}
+		records++
+		if !waited.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("another writer still waits long after a hold of 1ms")
+		}
 		time.Sleep(time.Millisecond)
 	}
-	if brief.Holding() {
-		t.Error("still Holding long after a hold of 1ms")
-	}
-	mustIntact(t, verify(t, path), 9)
+	mustIntact(t, verify(t, path), records)
 }

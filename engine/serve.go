@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/rawio"
 )
 
 // maxGatewayInput bounds the JSON arguments of one mcp tool call.
@@ -127,8 +129,17 @@ func toolResult(r GatewayResult) *mcp.CallToolResult {
 // agent's stdio) until the client disconnects or ctx ends.
 //
 // A tools/call of the mcp tool takes a lean path past the SDK's server
-// (leanServe); everything else is the SDK's.
+// (leanServe); everything else is the SDK's. An in or out that is an
+// *os.File in non-blocking mode (a pipe or socket Go's poller watches)
+// is read or written with raw system calls on Linux (internal/rawio),
+// which spares a thread wake-up per message on a small machine.
 func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	if f, ok := in.(*os.File); ok {
+		in = rawio.Wrap(f)
+	}
+	if f, ok := out.(*os.File); ok {
+		out = rawio.Wrap(f)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	return e.serveStdio(ctx, in, out, newLeanServe(ctx, e))

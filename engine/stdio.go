@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/internal/rawio"
 )
 
 // stdioTransport starts a server as a child process and speaks MCP over
@@ -40,18 +43,31 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd.Env = t.env
 	cmd.Stderr = t.stderr
 	setProcessGroup(cmd)
-	stdin, err := cmd.StdinPipe()
+	// The pipes are made here rather than by StdinPipe and StdoutPipe,
+	// so that the engine's ends can be read and written with raw system
+	// calls (rawio: on a small machine, each message is then one thread
+	// wake-up cheaper).
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
+		inR.Close()
+		inW.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	// The child has its ends (or failed to start): close ours of them.
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(t.path), err)
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, grace: t.grace, done: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: rawio.Wrap(inW), stdout: rawio.Wrap(outR), grace: t.grace, done: make(chan struct{})}
 	go p.wait()
 	t.mu.Lock()
 	t.proc = p
@@ -84,6 +100,9 @@ type process struct {
 
 func (p *process) wait() {
 	p.waitErr = p.cmd.Wait()
+	// As Wait does for a StdoutPipe: the read ends, even when a
+	// grandchild still holds the pipe open.
+	_ = p.stdout.Close()
 	close(p.done)
 }
 

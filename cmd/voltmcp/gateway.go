@@ -166,7 +166,9 @@ Examples:
 		if addr == "" {
 			in, restore := pollStdin(e.stdin, e.stdout)
 			defer restore()
-			err = eng.ServeStdio(ctx, in, nopWriteCloser{e.stdout})
+			out, restoreOut := pollStdout(e.stdout, e.stdin, e.stderr)
+			defer restoreOut()
+			err = eng.ServeStdio(ctx, in, out)
 			if err != nil && ctx.Err() == nil && err != io.EOF {
 				return failuref("serve: %w", err)
 			}

@@ -142,7 +142,8 @@ const batchCalls = 64
 //
 // p50 and p99 of each way are reported (serve-p50-µs, ...), and
 // serve/direct is the ratio of the p50s: the gateway's goal is 1.5 or
-// less. proto is the protocol version the agent asks for: 2025-11-25,
+// less. On Linux, serve-cpu-µs/call and relay-cpu-µs/call are the CPU
+// time those processes used per call through them. proto is the protocol version the agent asks for: 2025-11-25,
 // which today's agents speak, and 2026-07-28, the SDK's default, under
 // which every request carries the client's info and capabilities in
 // _meta.
@@ -161,10 +162,12 @@ func BenchmarkServeProcessCall(b *testing.B) {
 			ctx := context.Background()
 			project := benchProject(b)
 			home := b.TempDir()
-			serve := connectCommand(b, cliCommand("serve", "--home", home, "--project", project, "--approve"), proto)
+			serveCmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
+			serve := connectCommand(b, serveCmd, proto)
 			viaServe := &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": args}}
 			direct := connectCommand(b, upstreamCommand(false), proto)
-			relayed := connectCommand(b, upstreamCommand(true), proto)
+			relayCmd := upstreamCommand(true)
+			relayed := connectCommand(b, relayCmd, proto)
 			viaDirect := &mcp.CallToolParams{Name: "echo", Arguments: args}
 			ways := []struct {
 				name string
@@ -189,6 +192,8 @@ func BenchmarkServeProcessCall(b *testing.B) {
 				}
 			}
 			d := make([][]time.Duration, len(ways))
+			serveCPU, serveOK := processCPU(serveCmd.Process.Pid)
+			relayCPU, relayOK := processCPU(relayCmd.Process.Pid)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -209,6 +214,15 @@ func BenchmarkServeProcessCall(b *testing.B) {
 					d[w] = append(d[w], time.Since(start))
 				}
 				i++
+			}
+			// The CPU time of the serve process, and of the relay, per
+			// call through it (Linux): what a call costs the machine
+			// beyond its latency.
+			if cpu, ok := processCPU(serveCmd.Process.Pid); ok && serveOK {
+				b.ReportMetric(float64((cpu-serveCPU).Nanoseconds())/1e3/float64(b.N), "serve-cpu-µs/call")
+			}
+			if cpu, ok := processCPU(relayCmd.Process.Pid); ok && relayOK {
+				b.ReportMetric(float64((cpu-relayCPU).Nanoseconds())/1e3/float64(b.N), "relay-cpu-µs/call")
 			}
 			p50 := make([]float64, len(ways))
 			for w := range ways {

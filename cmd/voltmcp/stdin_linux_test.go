@@ -120,3 +120,48 @@ func TestPollStdinLeavesOthersAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestPollStdout checks that a blocking pipe on stdout is written through
+// a non-blocking duplicate whose mode restore puts back, and that a
+// stdout that is also stderr or stdin is left alone.
+func TestPollStdout(t *testing.T) {
+	r, w := blockingPipe(t)
+	out, restore := pollStdout(w, bytes.NewReader(nil), io.Discard)
+	if _, ok := out.(*os.File); !ok {
+		t.Fatalf("a blocking pipe was not made pollable: got %T", out)
+	}
+	if !nonblocking(t, w) {
+		t.Error("the pipe is not in non-blocking mode")
+	}
+	if _, err := out.Write([]byte("answer\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "answer\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	if nonblocking(t, w) {
+		t.Error("restore left the pipe in non-blocking mode")
+	}
+	if _, err := w.Write([]byte("still open\n")); err != nil {
+		t.Fatal(err)
+	}
+
+	r2, w2 := blockingPipe(t)
+	for name, others := range map[string][2]any{"also-stderr": {bytes.NewReader(nil), w2}, "also-stdin": {r2, io.Discard}} {
+		t.Run(name, func(t *testing.T) {
+			got, restore := pollStdout(w2, others[0].(io.Reader), others[1].(io.Writer))
+			defer restore()
+			if f, ok := got.(*os.File); ok {
+				t.Fatalf("made %s pollable", f.Name())
+			}
+			if nonblocking(t, w2) {
+				t.Error("the mode changed")
+			}
+		})
+	}
+}

@@ -131,7 +131,7 @@ func toolResult(r GatewayResult) *mcp.CallToolResult {
 // A tools/call of the mcp tool takes a lean path past the SDK's server
 // (leanServe); everything else is the SDK's. An in or out that is an
 // *os.File in non-blocking mode (a pipe or socket Go's poller watches)
-// is read or written with raw system calls on Linux (internal/rawio),
+// is read or written with raw system calls on Linux (engine/internal/rawio),
 // which spares a thread wake-up per message on a small machine.
 func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
 	if f, ok := in.(*os.File); ok {

@@ -790,12 +790,23 @@ func (s *supervisor) touch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUse = time.Now()
-	if s.cfg.IdleTimeoutMs <= 0 || s.cfg.Lifecycle == "keep-alive" || s.session == nil || s.idle != nil {
+	if !s.idles() || s.session == nil {
 		return
+	}
+	if s.idle != nil {
+		if s.idleGen == s.gen {
+			return
+		}
+		s.stopIdleLocked() // armed for an earlier session
 	}
 	gen := s.gen
 	s.idleGen = gen
 	s.idle = time.AfterFunc(ms(s.cfg.IdleTimeoutMs), func() { s.idleFired(gen) })
+}
+
+// idles reports whether the server disconnects when idle.
+func (s *supervisor) idles() bool {
+	return s.cfg.IdleTimeoutMs > 0 && s.cfg.Lifecycle != "keep-alive"
 }
 
 func (s *supervisor) stopIdleLocked() {
@@ -815,7 +826,7 @@ func (s *supervisor) idleFired(gen uint64) {
 		s.mu.Unlock()
 		return // stopped, or another timer took over
 	}
-	if s.gen != gen || s.session == nil {
+	if s.gen != gen || s.session == nil || !s.idles() {
 		s.idle = nil
 		s.mu.Unlock()
 		return

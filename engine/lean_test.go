@@ -56,6 +56,23 @@ func newWirePeer(t *testing.T, e *Engine, lean *leanServe) *wirePeer {
 	return p
 }
 
+// initializedWirePeer serves e to a new wirePeer, which it initializes
+// (id 1, protocol 2025-11-25); serving ends with the test.
+func initializedWirePeer(t *testing.T, e *Engine) (*leanServe, *wirePeer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	lean := newLeanServe(ctx, e)
+	p := newWirePeer(t, e, lean)
+	p.send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
+	if r := p.reply(1); r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	p.send(map[string]any{"method": "notifications/initialized"})
+	return lean, p
+}
+
 func (p *wirePeer) send(msg map[string]any) {
 	p.t.Helper()
 	msg["jsonrpc"] = "2.0"
@@ -516,16 +533,7 @@ func TestLeanServePanicIsAnInternalError(t *testing.T) {
 	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	lean := newLeanServe(ctx, e)
-	p := newWirePeer(t, e, lean)
-	p.send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
-		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
-	if r := p.reply(1); r["result"] == nil {
-		t.Fatalf("initialize: %v", r)
-	}
-	p.send(map[string]any{"method": "notifications/initialized"})
+	lean, p := initializedWirePeer(t, e)
 	echo := map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "after"}}
 
 	boom.Store(true)
@@ -571,16 +579,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := audit.DefaultPath(filepath.Join(opts.Home, ".volt", "agent"))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	lean := newLeanServe(ctx, e)
-	p := newWirePeer(t, e, lean)
-	p.send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
-		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
-	if r := p.reply(1); r["result"] == nil {
-		t.Fatalf("initialize: %v", r)
-	}
-	p.send(map[string]any{"method": "notifications/initialized"})
+	lean, p := initializedWirePeer(t, e)
 	call := func(id int, text string) {
 		t.Helper()
 		p.send(gatewayCallMsg(id, map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": text}}, nil))

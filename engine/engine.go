@@ -89,7 +89,10 @@ type Options struct {
 	// unknown. The wasm classifiers plug in here.
 	Classify func(server string, t Tool) (Risk, string)
 	// Decide says whether a tool is exposed and callable, instead of the
-	// policies. Zero: the voltmcp.tools policy.
+	// policies. Zero: the voltmcp.tools policy. A panic while a new server
+	// is first seen holds that server for approval (fail closed); on a
+	// call's path it is the caller's (the lean path of ServeStdio answers
+	// it as an internal error).
 	Decide func(in ToolInput) ToolDecision
 	// PolicyDirs are Rego files or directories added to the policy
 	// bundle as user policies, besides those settings.policies names

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -304,4 +305,19 @@ func (g *guard) close() {
 	if g.host != nil {
 		_ = g.host.Close(context.Background())
 	}
+}
+
+// hookDecide asks Options.Decide, and reports false when the hook
+// panics, for callers on the engine's own goroutines (discovery), which
+// a library user's bug must not take down. The stack is logged; the
+// panic's value, which may hold what the hook was deciding about, is
+// not.
+func (e *Engine) hookDecide(in ToolInput) (d ToolDecision, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("the Decide hook panicked", "server", in.Server.ID, "tool", in.Tool.Name, "stack", string(debug.Stack()))
+			d, ok = ToolDecision{}, false
+		}
+	}()
+	return e.opts.Decide(in), true
 }

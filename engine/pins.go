@@ -357,10 +357,18 @@ func (s *supervisor) quarantinedOnFirstSight(tools []Tool) bool {
 		in := ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface,
 			Pin: PinState{State: PinNew}, Quarantined: true}
 		if e.opts.Decide != nil {
-			held, open := e.opts.Decide(in), in
-			open.Quarantined = false
-			if !held.Allowed && e.opts.Decide(open).Allowed {
+			// A hook that panics holds the server (fail closed), and
+			// discovery, on the engine's own goroutine, goes on.
+			held, ok := e.hookDecide(in)
+			if !ok {
 				return true
+			}
+			if !held.Allowed {
+				open := in
+				open.Quarantined = false
+				if opened, ok := e.hookDecide(open); !ok || opened.Allowed {
+					return true
+				}
 			}
 			continue
 		}

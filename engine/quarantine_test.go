@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,5 +260,56 @@ func TestSetEnabledIsAudited(t *testing.T) {
 		if r := recs[i]; r.Server != "s" || r.Detail["enabled"] != want || r.Detail["change"] != "set_enabled" || r.Detail["layer"] != "project" {
 			t.Errorf("record %d: %+v", i, r)
 		}
+	}
+}
+
+// TestDecidePanicOnFirstSightHoldsTheServer checks that an Options.Decide
+// hook that panics while a new server is looked at holds the server for
+// approval (fail closed) rather than ending discovery, that the engine
+// goes on serving, and that the panic's value is not logged.
+func TestDecidePanicOnFirstSightHoldsTheServer(t *testing.T) {
+	const canary = "sk-decide-canary-91c3"
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	// The hook holds the tools of a server waiting for approval, and
+	// panics on them while boom is set.
+	var boom atomic.Bool
+	opts.Decide = func(in ToolInput) ToolDecision {
+		if in.Quarantined {
+			if boom.Load() {
+				panic(canary)
+			}
+			return ToolDecision{Exposed: true, Pending: true, Reasons: []string{"waiting for approval"}}
+		}
+		return ToolDecision{Exposed: true, Allowed: true}
+	}
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	e := start(t, opts)
+	boom.Store(true)
+	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
+		t.Fatal(err)
+	}
+	boom.Store(false)
+	sum, err := e.Server("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Quarantined {
+		t.Error("a server whose first-sight decision panicked is not held")
+	}
+	if r := gw(t, e, GatewayInput{Action: "call", Server: "s", Tool: "echo", Arguments: map[string]any{"text": "x"}}); !r.IsError || !strings.Contains(r.Text, "held for approval") {
+		t.Errorf("a call to the held server: %s", r.Text)
+	}
+	if r := gw(t, e, GatewayInput{Action: "list_servers"}); r.IsError {
+		t.Errorf("the engine stopped serving: %s", r.Text)
+	}
+	logs.mu.Lock()
+	logged := logs.w.String()
+	logs.mu.Unlock()
+	if !strings.Contains(logged, "the Decide hook panicked") {
+		t.Errorf("the panic was not logged: %s", logged)
+	}
+	if strings.Contains(logged, canary) {
+		t.Error("the panic's value was logged")
 	}
 }

@@ -722,8 +722,8 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 		s.mu.Lock()
 		s.inflight--
 		delete(s.calls, callID)
+		s.touchLocked()
 		s.mu.Unlock()
-		s.touch()
 		then(yield, res, err)
 	}
 	cs, err := s.ensure(ctx)
@@ -789,6 +789,11 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 func (s *supervisor) touch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.touchLocked()
+}
+
+// touchLocked is touch with s.mu held.
+func (s *supervisor) touchLocked() {
 	s.lastUse = time.Now()
 	if !s.idles() || s.session == nil {
 		return

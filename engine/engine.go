@@ -147,6 +147,7 @@ type Engine struct {
 	auditOnce sync.Once
 	audit     atomic.Pointer[auditQueue]
 	auditMu   sync.RWMutex // held to send on the queue; Close takes it to end it
+	backlog   auditBacklog // lean calls' records waiting to be written
 
 	mu      sync.Mutex
 	closed  bool
@@ -267,6 +268,9 @@ func (e *Engine) Close() error {
 		sups = append(sups, s)
 	}
 	e.mu.Unlock()
+	// The calls' records that wait in the backlog are written first,
+	// before the servers take their time to stop.
+	e.backlog.close()
 	var wg sync.WaitGroup
 	for _, s := range sups {
 		wg.Add(1)

@@ -287,11 +287,11 @@ func (j *leanJob) answer(yield func(), res []byte, jerr *jsonrpc.Error) {
 		delete(l.inflight, j.id.Raw())
 		l.mu.Unlock()
 		j.cancel(nil)
-		// After the answer, the call writes its audit records itself,
-		// handing the reader over only if the log makes it wait (for
-		// another process's lock, say): an append that waits for nothing
-		// wakes no goroutine to read on.
-		j.release(yield)
+		// After the answer, the call's audit records join the backlog,
+		// which a timer writes soon after (auditBacklog). A call that
+		// writes the backlog itself hands the reader over only if the
+		// log makes it wait (for another process's lock, say).
+		l.e.backlog.add(j.release, yield)
 		l.wg.Done()
 	}()
 	if errors.Is(context.Cause(j.ctx), errAgentCancelled) {

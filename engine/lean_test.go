@@ -562,11 +562,11 @@ func TestLeanServePanicIsAnInternalError(t *testing.T) {
 	}
 }
 
-// TestLeanServeReadsOnWhileTheAuditWaits checks that a lean call whose
-// audit record waits for the log's lock (another process holds it) hands
-// the agent's reader over first: the next call is answered while the
-// first call's record still waits, and both records are written once the
-// lock is free.
+// TestLeanServeReadsOnWhileTheAuditWaits checks that calls are answered
+// while their audit records wait for the log's lock (another process
+// holds it): the backlog's timer waits, and a call that finds the
+// backlog full and writes it hands the reader over first. Every record
+// is written once the lock is free.
 func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	switch runtime.GOOS {
 	case "darwin", "dragonfly", "freebsd", "linux", "netbsd", "openbsd":
@@ -615,13 +615,27 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	if err := holder.Append(context.Background(), audit.Record{Kind: audit.KindCall, Tool: "holder"}); err != nil {
 		t.Fatal(err)
 	}
+	// The backlog's timer takes the first call's record and waits for
+	// the lock.
 	call(3, "first")
-	call(4, "second")
-	if n := lean.answered.Load(); n != 3 {
-		t.Errorf("the lean path answered %d calls, want 3", n)
+	for deadline := time.Now().Add(15 * time.Second); e.backlog.writing.TryLock(); time.Sleep(time.Millisecond) {
+		e.backlog.writing.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog's timer did not start writing")
+		}
+	}
+	// More calls than the backlog keeps: the call that finds it full
+	// writes it, waits for the timer's write, and must hand the server's
+	// reader over for the calls after it to be answered.
+	calls := auditBacklogCalls + 3
+	for i := 1; i < calls; i++ {
+		call(3+i, fmt.Sprint("call ", i))
+	}
+	if n := lean.answered.Load(); n != int64(calls+1) {
+		t.Errorf("the lean path answered %d calls, want %d", n, calls+1)
 	}
 	if err := holder.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitRecords(3)
+	waitRecords(calls + 1)
 }

@@ -102,9 +102,9 @@ func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput)
 // first use. Records are written by one goroutine in the order they are
 // made, off the path of the call they record: a call does not wait for
 // the disk, and a full queue (the disk fell behind) makes callers wait
-// rather than lose records. (A lean call's records are written by the
-// call itself once its answer is out: see push.) Close writes what
-// is queued. A failure to write is logged and published as an event; it
+// rather than lose records. (A lean call's records are built and
+// written once its answer is out, by the audit backlog: see
+// auditBacklog.) Close writes what is queued. A failure to write is logged and published as an event; it
 // does not fail the call.
 func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if e.opts.DisableAudit {
@@ -140,7 +140,7 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 // rather than waking the writer, which on a small machine costs more
 // than the append (docs/benchmarks.md), and calls wait before it would
 // wait for the log (audit.WithBeforeWait): a lean call's held records
-// take this way after its answer is written. Records still queued may
+// take this way from the audit backlog. Records still queued may
 // then be written after r; each record keeps the time it was made.
 func (e *Engine) push(r audit.Record, wait func()) {
 	if wait != nil && e.audit.Load() == nil {
@@ -291,6 +291,110 @@ func (m *redactMemo) redact(red *policies.Redactor, s string) string {
 // waits at most this long for the log.
 const auditHoldLock = 10 * time.Millisecond
 
+// Bounds of the auditBacklog.
+const (
+	// auditDelay is the longest a lean call's audit records wait after
+	// its answer before they are written.
+	auditDelay = 10 * time.Millisecond
+	// auditBacklogCalls is how many calls' records may wait at once: the
+	// call that would add one more writes them all itself.
+	auditBacklogCalls = 64
+)
+
+// auditBacklog keeps the audit records of lean calls from their answer
+// until they are written: together, at most auditDelay after the first
+// of them, by a timer; at once, by the call that finds auditBacklogCalls
+// waiting; and by Close. The calls' answers then return to the agent
+// with no audit work behind them on the serve process's CPU, where on a
+// small machine the agent, or the next call, would wait for it (see
+// docs/benchmarks.md). What this costs is the window: a serve process
+// killed outright (SIGKILL, a power loss) loses the records of the calls
+// answered in its last auditDelay, where before it lost those of the
+// call being answered. Every orderly end of the process, Close, writes
+// them.
+type auditBacklog struct {
+	// writing is held while calls taken from the backlog are written,
+	// so that close returns only once they are.
+	writing sync.Mutex
+	mu      sync.Mutex
+	calls   []func(wait func()) // each call's release (withHeldRecords)
+	timer   *time.Timer
+	armed   bool // the timer is set for the calls waiting
+	closed  bool // Close has written the backlog: calls write their own
+}
+
+// add keeps a call's release for the next write of the backlog; the
+// call's goroutine, when it must write the backlog itself, calls wait
+// before it would wait for the log.
+func (b *auditBacklog) add(release func(wait func()), wait func()) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		release(wait)
+		return
+	}
+	if len(b.calls) >= auditBacklogCalls {
+		calls := append(b.take(), release)
+		b.mu.Unlock()
+		if !b.writing.TryLock() {
+			wait() // the timer is writing
+			b.writing.Lock()
+		}
+		defer b.writing.Unlock()
+		for _, r := range calls {
+			r(wait)
+		}
+		return
+	}
+	b.calls = append(b.calls, release)
+	if !b.armed {
+		b.armed = true
+		if b.timer == nil {
+			b.timer = time.AfterFunc(auditDelay, b.flush)
+		} else {
+			b.timer.Reset(auditDelay)
+		}
+	}
+	b.mu.Unlock()
+}
+
+// take empties the backlog, returning the calls it held. It runs with
+// b.mu held.
+func (b *auditBacklog) take() []func(wait func()) {
+	calls := b.calls
+	b.calls = nil
+	return calls
+}
+
+// flush writes the backlog: the timer's work.
+func (b *auditBacklog) flush() {
+	b.writing.Lock()
+	defer b.writing.Unlock()
+	b.mu.Lock()
+	b.armed = false
+	calls := b.take()
+	b.mu.Unlock()
+	for _, r := range calls {
+		r(func() {})
+	}
+}
+
+// close writes the backlog and makes calls from now on write their own.
+func (b *auditBacklog) close() {
+	b.writing.Lock()
+	defer b.writing.Unlock()
+	b.mu.Lock()
+	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	calls := b.take()
+	b.mu.Unlock()
+	for _, r := range calls {
+		r(func() {})
+	}
+}
+
 // auditQueueLen is how many records may wait for the disk.
 const auditQueueLen = 256
 
@@ -318,6 +422,7 @@ func (q *auditQueue) append(ctx context.Context, e *Engine, r audit.Record) {
 
 // closeAudit writes what is queued and closes the audit log.
 func (e *Engine) closeAudit() {
+	e.backlog.close()
 	e.auditOnce.Do(func() {}) // none opens after Close
 	e.auditMu.Lock()
 	q := e.audit.Swap(nil)

@@ -141,3 +141,78 @@ func BenchmarkAuditAppend(b *testing.B) {
 		}
 	}
 }
+
+// TestAuditBacklog checks when the backlog of lean calls' records is
+// written: by its timer soon after the first call, by the call that
+// finds it full (which calls wait only when the timer is writing), and
+// by close, after which every call writes its own.
+func TestAuditBacklog(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var written []int
+	release := func(n int) func(wait func()) {
+		return func(func()) {
+			mu.Lock()
+			written = append(written, n)
+			mu.Unlock()
+		}
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(written)
+	}
+	noWait := func() { t.Error("a write that waits for nothing called wait") }
+
+	var b auditBacklog
+	b.add(release(0), noWait)
+	b.add(release(1), noWait)
+	if n := count(); n != 0 {
+		t.Fatalf("%d records written at once, want them kept", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the timer wrote %d of 2 calls' records", count())
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// Full: the call that would exceed the bound writes them all, its
+	// own last.
+	b.writing.Lock() // as the timer holds it while writing
+	for i := range auditBacklogCalls {
+		b.add(release(2+i), noWait)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d records written, want the backlog kept", n)
+	}
+	waited := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.add(release(2+auditBacklogCalls), func() { close(waited) })
+	}()
+	<-waited // called before it waits for the timer's write
+	b.writing.Unlock()
+	<-done
+	if n := count(); n != 3+auditBacklogCalls {
+		t.Fatalf("%d records written, want %d", n, 3+auditBacklogCalls)
+	}
+	for i, n := range written {
+		if n != i {
+			t.Fatalf("records written in the order %v", written)
+		}
+	}
+
+	// close writes what waits; a call after it writes its own.
+	b.add(release(100), noWait)
+	b.close()
+	if n := count(); n != 4+auditBacklogCalls {
+		t.Fatalf("close left %d records unwritten", 4+auditBacklogCalls-n)
+	}
+	b.add(release(101), noWait)
+	if n := count(); n != 5+auditBacklogCalls {
+		t.Fatal("a call after close kept its records")
+	}
+}

@@ -111,7 +111,7 @@ func cliCommand(args ...string) *exec.Cmd {
 
 // benchProject writes a project whose one server, "up", is the mcptest
 // server in mode behave, and returns its root.
-func benchProject(b *testing.B) string {
+func benchProject(b testing.TB) string {
 	b.Helper()
 	dir := b.TempDir()
 	cmd, args, env := mcptest.Command(mcptest.ModeBehave)
@@ -260,7 +260,7 @@ func upstreamCommand(relayed bool) *exec.Cmd {
 
 // connectCommand starts cmd as an MCP server and connects the SDK's
 // client to it; the session closes when the benchmark ends.
-func connectCommand(b *testing.B, cmd *exec.Cmd, proto string) *mcp.ClientSession {
+func connectCommand(b testing.TB, cmd *exec.Cmd, proto string) *mcp.ClientSession {
 	b.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-agent", Version: "1.0.0"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: proto})

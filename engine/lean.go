@@ -82,6 +82,30 @@ type leanCallParams struct {
 	Meta      map[string]json.RawMessage `json:"_meta"`
 }
 
+// fastDecode reads, into p, params with a plain name (see plainString)
+// and arguments that are an object, and no _meta, and reports whether it
+// did; it declines anything else, which encoding/json then decodes to the
+// same params. data must be valid JSON: a message's params are.
+func (p *leanCallParams) fastDecode(data []byte) bool {
+	var out leanCallParams
+	if !objectMembers(data, func(key string, val []byte) bool {
+		switch key {
+		case "name":
+			s, ok := plainString(val)
+			out.Name = s
+			return ok
+		case "arguments":
+			out.Arguments = val
+			return val[0] == '{'
+		}
+		return key != "_meta" && !foldsTo(key, "name", "arguments", "_meta")
+	}) {
+		return false
+	}
+	*p = out
+	return true
+}
+
 // inbound implements lineTap.
 func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func(yield func())) {
 	req, ok := msg.(*jsonrpc.Request)
@@ -121,7 +145,7 @@ func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func(yield 
 			return false, nil
 		}
 		var p leanCallParams
-		if json.Unmarshal(req.Params, &p) != nil || p.Name != GatewayToolName {
+		if !p.fastDecode(req.Params) && json.Unmarshal(req.Params, &p) != nil || p.Name != GatewayToolName {
 			return false, nil
 		}
 		complete, ok := l.accepts(p.Meta)

@@ -84,6 +84,14 @@ func decodeGatewayInput(raw json.RawMessage, in *GatewayInput) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return fmt.Errorf("missing input: give at least {\"action\": ...}")
 	}
+	if json.Valid(raw) && in.fastDecode(raw) {
+		return nil
+	}
+	return decodeGatewayInputJSON(raw, in)
+}
+
+// decodeGatewayInputJSON is decodeGatewayInput with encoding/json alone.
+func decodeGatewayInputJSON(raw json.RawMessage, in *GatewayInput) error {
 	// The arguments stay JSON: a call passes them on as they came.
 	var w struct {
 		GatewayInput
@@ -113,6 +121,52 @@ func decodeGatewayInput(raw json.RawMessage, in *GatewayInput) error {
 		in.rawArgs = a
 	}
 	return nil
+}
+
+// fastDecode reads, into in, an input whose members all have their
+// exact names and the usual values: plain strings (no escapes, valid
+// UTF-8) and arguments as an object, kept as it came. It reports
+// whether it did; it declines anything else (a number, a null, a key in
+// another case, an unknown key), which decodeGatewayInput decodes with
+// encoding/json to the same input or the same error. raw must be valid
+// JSON.
+func (in *GatewayInput) fastDecode(raw []byte) bool {
+	var out GatewayInput
+	if !objectMembers(raw, func(key string, val []byte) bool {
+		var field *string
+		switch key {
+		case "action":
+			field = &out.Action
+		case "server":
+			field = &out.Server
+		case "query":
+			field = &out.Query
+		case "tool":
+			field = &out.Tool
+		case "argumentsJson":
+			field = &out.ArgumentsJSON
+		case "resourceUri":
+			field = &out.ResourceURI
+		case "prompt":
+			field = &out.Prompt
+		case "cacheId":
+			field = &out.CacheID
+		case "pattern":
+			field = &out.Pattern
+		case "arguments":
+			out.rawArgs = val
+			return val[0] == '{'
+		default:
+			return false
+		}
+		s, ok := plainString(val)
+		*field = s
+		return ok
+	}) {
+		return false
+	}
+	*in = out
+	return true
 }
 
 // toolResult is the mcp tool's result: the text as one text block, and

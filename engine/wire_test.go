@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -95,4 +98,99 @@ func TestLineReaderBounds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzFastDecodes checks the hand-read forms of what a lean call decodes
+// against encoding/json: whenever GatewayInput.fastDecode or
+// leanCallParams.fastDecode reads an input, encoding/json reads the same
+// values from it, without an error.
+func FuzzFastDecodes(f *testing.F) {
+	for _, s := range []string{
+		`{"action":"call","server":"s","tool":"echo","arguments":{"text":"hi"}}`,
+		`{"action":"search","query":"read a file","server":"fs"}`,
+		`{"action":"read_cache","cacheId":"mcpout_x","pattern":"a.c","limit":3}`,
+		`{"action":"call","argumentsJson":"{\"a\":1}","arguments":null}`,
+		`{"action":"call","arguments":[1],"arguments":{"b":[{}]}}`,
+		`{"action":"status","arguments":null}`,
+		`{"action":"call","arguments":[1]}`,
+		`{"name":"mcp","arguments":null}`,
+		`{"Action":"status"}`,
+		`{"action":"status","extra":1}`,
+		`{"action":"st\u0061tus","prompt":"\xff"}`,
+		` { "action" : "describe" , "tool" : "t" } `,
+		`{"name":"mcp","arguments":{"action":"status"}}`,
+		`{"name":"mcp","arguments":{},"_meta":{"progressToken":1}}`,
+		`{"NAME":"mcp","arguments":{}}`,
+		`{"name":"mcp","arguments":"{}","other":[1,2]}`,
+		`{}`,
+		`[]`,
+		`"x"`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		raw := []byte(input)
+		if !json.Valid(raw) {
+			return
+		}
+		var fast GatewayInput
+		if fast.fastDecode(raw) {
+			var slow GatewayInput
+			if err := decodeGatewayInputJSON(raw, &slow); err != nil {
+				t.Fatalf("%q: read by hand, but encoding/json fails: %v", input, err)
+			}
+			if !bytes.Equal(fast.rawArgs, slow.rawArgs) {
+				t.Fatalf("%q: arguments %q by hand, %q by encoding/json", input, fast.rawArgs, slow.rawArgs)
+			}
+			fast.rawArgs, slow.rawArgs = nil, nil
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("%q: by hand %+v, by encoding/json %+v", input, fast, slow)
+			}
+		}
+		var p leanCallParams
+		if p.fastDecode(raw) {
+			var q leanCallParams
+			if err := json.Unmarshal(raw, &q); err != nil {
+				t.Fatalf("%q: read by hand, but encoding/json fails: %v", input, err)
+			}
+			if p.Name != q.Name || !bytes.Equal(p.Arguments, q.Arguments) || q.Meta != nil {
+				t.Fatalf("%q: by hand %+v, by encoding/json %+v", input, p, q)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeCallInput measures what the lean path decodes of a
+// tools/call of the mcp tool: the params, read by hand, and the gateway
+// input, read by hand or (json) by encoding/json alone.
+func BenchmarkDecodeCallInput(b *testing.B) {
+	params := []byte(`{"name":"mcp","arguments":{"action":"call","server":"up","tool":"echo","arguments":{"text":"hello"}}}`)
+	input := []byte(`{"action":"call","server":"up","tool":"echo","arguments":{"text":"hello"}}`)
+	b.Run("params", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var p leanCallParams
+			if !p.fastDecode(params) {
+				b.Fatal("not read by hand")
+			}
+		}
+	})
+	b.Run("input", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var in GatewayInput
+			if err := decodeGatewayInput(input, &in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("input/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var in GatewayInput
+			if err := decodeGatewayInputJSON(input, &in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

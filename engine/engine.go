@@ -167,6 +167,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	e.backlog.log = e.log
 	if e.lookup == nil {
 		e.lookup = os.LookupEnv
 	}

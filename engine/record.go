@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,9 +105,9 @@ func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput)
 // made, off the path of the call they record: a call does not wait for
 // the disk, and a full queue (the disk fell behind) makes callers wait
 // rather than lose records. (A lean call's records are built and
-// written once its answer is out, by the audit backlog: see
-// auditBacklog.) Close writes what is queued. A failure to write is logged and published as an event; it
-// does not fail the call.
+// written after its answer, by the audit backlog: see auditBacklog.)
+// Close writes what is queued. A failure to write is logged and
+// published as an event; it does not fail the call.
 func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if e.opts.DisableAudit {
 		return
@@ -308,10 +310,10 @@ const (
 // with no audit work behind them on the serve process's CPU, where on a
 // small machine the agent, or the next call, would wait for it (see
 // docs/benchmarks.md). What this costs is the window: a serve process
-// killed outright (SIGKILL, a power loss) loses the records of the calls
-// answered in its last auditDelay, where before it lost those of the
-// call being answered. Every orderly end of the process, Close, writes
-// them.
+// killed outright (SIGKILL, the OOM killer) loses the records of the
+// calls answered in its last auditDelay, where before it lost those of
+// the call being answered. Close, which every orderly end of serve
+// runs, writes them before it stops the servers.
 type auditBacklog struct {
 	// writing is held while calls taken from the backlog are written,
 	// so that close returns only once they are.
@@ -321,6 +323,25 @@ type auditBacklog struct {
 	timer   *time.Timer
 	armed   bool // the timer is set for the calls waiting
 	closed  bool // Close has written the backlog: calls write their own
+	// log, when not nil, hears of a release that panicked.
+	log *slog.Logger
+}
+
+// write runs the releases taken from the backlog. A release that panics
+// (a bug in building a record) loses its own records, not the others',
+// and does not end the process from the timer's goroutine; its stack is
+// logged, not the panic's value, which could hold a secret.
+func (b *auditBacklog) write(calls []func(wait func()), wait func()) {
+	for _, r := range calls {
+		func() {
+			defer func() {
+				if v := recover(); v != nil && b.log != nil {
+					b.log.Error("building an audit record panicked; its records are lost", "stack", string(debug.Stack()))
+				}
+			}()
+			r(wait)
+		}()
+	}
 }
 
 // add keeps a call's release for the next write of the backlog; the
@@ -341,9 +362,7 @@ func (b *auditBacklog) add(release func(wait func()), wait func()) {
 			b.writing.Lock()
 		}
 		defer b.writing.Unlock()
-		for _, r := range calls {
-			r(wait)
-		}
+		b.write(calls, wait)
 		return
 	}
 	b.calls = append(b.calls, release)
@@ -374,9 +393,7 @@ func (b *auditBacklog) flush() {
 	b.armed = false
 	calls := b.take()
 	b.mu.Unlock()
-	for _, r := range calls {
-		r(func() {})
-	}
+	b.write(calls, func() {})
 }
 
 // close writes the backlog and makes calls from now on write their own.
@@ -390,9 +407,7 @@ func (b *auditBacklog) close() {
 	}
 	calls := b.take()
 	b.mu.Unlock()
-	for _, r := range calls {
-		r(func() {})
-	}
+	b.write(calls, func() {})
 }
 
 // auditQueueLen is how many records may wait for the disk.

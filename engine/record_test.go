@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -216,3 +217,47 @@ func TestAuditBacklog(t *testing.T) {
 		t.Fatal("a call after close kept its records")
 	}
 }
+
+// TestAuditBacklogSurvivesAPanic checks that a release that panics while
+// the timer writes the backlog loses only its own records: the process
+// goes on, the other calls' records are written, and the log names the
+// panic without its value.
+func TestAuditBacklogSurvivesAPanic(t *testing.T) {
+	t.Parallel()
+	const canary = "canary-4f1e-secret"
+	var logged strings.Builder
+	var logMu sync.Mutex
+	b := auditBacklog{log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logged.Write(p)
+	}), nil))}
+	done := make(chan int, 2)
+	b.add(func(func()) { done <- 1 }, func() {})
+	b.add(func(func()) { panic(canary) }, func() {})
+	b.add(func(func()) { done <- 3 }, func() {})
+	for _, want := range []int{1, 3} {
+		select {
+		case got := <-done:
+			if got != want {
+				t.Fatalf("release %d ran, want %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("release %d never ran", want)
+		}
+	}
+	b.close()
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "panicked") {
+		t.Errorf("the panic was not logged: %q", logged.String())
+	}
+	if strings.Contains(logged.String(), canary) {
+		t.Error("the panic's value reached the log")
+	}
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -102,6 +102,17 @@ type leanContent struct {
 // exact), so that it is not decoded and encoded again on its way
 // through.
 func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	// json.Valid is the check json.Unmarshal makes first anyway.
+	if json.Valid(raw) {
+		if res, ok := fastDecodeToolResult(raw); ok {
+			return res, nil
+		}
+	}
+	return decodeToolResultJSON(raw)
+}
+
+// decodeToolResultJSON is decodeToolResult with encoding/json alone.
+func decodeToolResultJSON(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var w leanResult
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, err
@@ -132,6 +143,77 @@ func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		res.Content[i] = &mcp.TextContent{Text: c.Text, Meta: c.Meta, Annotations: c.Annotations}
 	}
 	return res, nil
+}
+
+// fastDecodeToolResult reads the commonest result by hand: text blocks
+// of only a type and a text, structured content, isError, and
+// resultType "complete" if any, with keys in their exact names. It
+// declines anything else (_meta, annotations, another block type, a
+// request for input, a null where a value belongs, a key in another
+// case), which decodeToolResultJSON then decodes; both give the same
+// result. A text with an escape or bytes that are not UTF-8 is decoded
+// by encoding/json, alone. raw must be valid JSON: a message's result
+// is.
+func fastDecodeToolResult(raw []byte) (*mcp.CallToolResult, bool) {
+	var texts [][]byte
+	var structured []byte
+	isError := false
+	ok := objectMembers(raw, func(key string, val []byte) bool {
+		switch key {
+		case "content":
+			texts = texts[:0]
+			return arrayElements(val, func(block []byte) bool {
+				var text []byte
+				isText := false
+				if !objectMembers(block, func(k string, v []byte) bool {
+					switch k {
+					case "type":
+						s, ok := plainString(v)
+						isText = ok && s == "text"
+						return isText
+					case "text":
+						text = v
+						return v[0] == '"'
+					}
+					return !foldsTo(k, "type", "text", "_meta", "annotations") && k != "_meta" && k != "annotations"
+				}) || !isText || text == nil {
+					return false
+				}
+				texts = append(texts, text)
+				return true
+			})
+		case "structuredContent":
+			structured = val
+			return true
+		case "isError":
+			isError = string(val) == "true"
+			return isError || string(val) == "false"
+		case "resultType":
+			s, ok := plainString(val)
+			return ok && s == "complete"
+		case "_meta", "inputRequests", "requestState":
+			return false
+		}
+		return !foldsTo(key, "_meta", "content", "structuredContent", "isError", "inputRequests", "requestState", "resultType")
+	})
+	if !ok {
+		return nil, false
+	}
+	res := &mcp.CallToolResult{Content: make([]mcp.Content, len(texts)), IsError: isError}
+	for i, t := range texts {
+		s, ok := unquote(t)
+		if !ok && json.Unmarshal(t, &s) != nil {
+			return nil, false
+		}
+		res.Content[i] = &mcp.TextContent{Text: s}
+	}
+	if sc := structured; len(sc) > 0 && string(sc) != "null" {
+		if !utf8.Valid(sc) {
+			return nil, false
+		}
+		res.StructuredContent = json.RawMessage(sc)
+	}
+	return res, true
 }
 
 // protocol20260728 is the first protocol version whose requests carry

@@ -304,6 +304,32 @@ func objectMembers(data []byte, fn func(key string, val []byte) bool) bool {
 	return false
 }
 
+// arrayElements calls fn with each element of the JSON array in data,
+// which must be valid JSON, in order, and reports whether data is an
+// array and fn returned true for each.
+func arrayElements(data []byte, fn func(val []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return true
+	}
+	for i < len(data) {
+		end := skipValue(data, i)
+		if !fn(data[i:end]) {
+			return false
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] == ']' {
+			return true
+		}
+		i = skipSpace(data, i+1) // past ','
+	}
+	return false
+}
+
 // skipSpace returns the index of the first byte at or after i that is
 // not JSON whitespace.
 func skipSpace(data []byte, i int) int {
@@ -361,6 +387,53 @@ func plainString(val []byte) (string, bool) {
 		return "", false
 	}
 	return string(s), true
+}
+
+// unquote decodes the JSON string val, a valid one, when it is valid
+// UTF-8 and its escapes are only the one-letter ones (\" \\ \/ \b \f \n
+// \r \t): then the result is what encoding/json decodes. It reports
+// false for anything else (a \u escape, bytes that are not UTF-8), which
+// the caller leaves to encoding/json.
+func unquote(val []byte) (string, bool) {
+	if len(val) < 2 || val[0] != '"' {
+		return "", false
+	}
+	s := val[1 : len(val)-1]
+	if !utf8.Valid(s) {
+		return "", false
+	}
+	first := bytes.IndexByte(s, '\\')
+	if first < 0 {
+		return string(s), true
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.Write(s[:first])
+	for i := first; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case '"', '\\', '/':
+			b.WriteByte(s[i])
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
 }
 
 // foldsTo reports whether key is one of names in another case:

@@ -161,8 +161,9 @@ func FuzzFastDecodes(f *testing.F) {
 }
 
 // BenchmarkDecodeCallInput measures what the lean path decodes of a
-// tools/call of the mcp tool: the params, read by hand, and the gateway
-// input, read by hand or (json) by encoding/json alone.
+// tools/call of the mcp tool: the params, read by hand, the gateway
+// input, and the upstream's result, each read by hand or (json) by
+// encoding/json alone.
 func BenchmarkDecodeCallInput(b *testing.B) {
 	params := []byte(`{"name":"mcp","arguments":{"action":"call","server":"up","tool":"echo","arguments":{"text":"hello"}}}`)
 	input := []byte(`{"action":"call","server":"up","tool":"echo","arguments":{"text":"hello"}}`)
@@ -184,6 +185,23 @@ func BenchmarkDecodeCallInput(b *testing.B) {
 			}
 		}
 	})
+	result := []byte(`{"content":[{"type":"text","text":"hello world\nsecond line"}],"structuredContent":{"text":"hello world\nsecond line"}}`)
+	b.Run("result", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeToolResult(result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("result/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeToolResultJSON(result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("input/json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -191,6 +209,78 @@ func BenchmarkDecodeCallInput(b *testing.B) {
 			if err := decodeGatewayInputJSON(input, &in); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzFastDecodeToolResult checks the hand reading of a tools/call
+// result against encoding/json: whenever fastDecodeToolResult reads a
+// result, decodeToolResultJSON reads the same one, without an error.
+func FuzzFastDecodeToolResult(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"hello"}]}`,
+		`{"content":[{"type":"text","text":"a\nb \u00e9 \ud83d\ude00"},{"type":"text","text":""}],"isError":true}`,
+		`{"content":[{"type":"text","text":"x"}],"structuredContent":{"n":1.50,"s":"\u003c"},"resultType":"complete"}`,
+		`{"content":[],"structuredContent":null,"isError":false}`,
+		`{"content":[{"type":"text","text":"x","annotations":{"priority":1}}]}`,
+		`{"content":[{"type":"text","text":"x","_meta":{"a":1}}],"_meta":{"b":2}}`,
+		`{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"text"}]}`,
+		`{"content":[{"Type":"text","text":"x"}]}`,
+		`{"content":[{"type":"text","text":null}]}`,
+		`{"content":null,"isError":null}`,
+		`{"Content":[{"type":"text","text":"x"}]}`,
+		`{"content":[{"type":"text","text":"\xff\xfe"}],"structuredContent":{"s":"\xff"}}`,
+		`{"content":[{"type":"text","text":"a"}],"content":[{"type":"text","text":"b"}],"other":[1,{"}":"]"}]}`,
+		`{"content":[{"type":"text","text":"a"}],"resultType":"incomplete","inputRequests":{}}`,
+		`{"isError":"yes"}`,
+		`{"content":{"type":"text"}}`,
+		`[]`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		raw := []byte(input)
+		if !json.Valid(raw) {
+			return
+		}
+		fast, ok := fastDecodeToolResult(raw)
+		if !ok {
+			return
+		}
+		slow, err := decodeToolResultJSON(raw)
+		if err != nil {
+			t.Fatalf("%q: read by hand, but encoding/json fails: %v", input, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: by hand %+v, by encoding/json %+v", input, fast, slow)
+		}
+	})
+}
+
+// FuzzUnquote checks unquote against encoding/json's decoding of a
+// string.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\\/"`, `"\b\f\r"`, `"\u00e9"`, "\"\xff\"", `""`, `"x\\"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		// unquote takes a value as objectMembers hands it: no space
+		// around it.
+		input = string(trimJSONSpace([]byte(input)))
+		if !json.Valid([]byte(input)) {
+			return
+		}
+		got, ok := unquote([]byte(input))
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal([]byte(input), &want); err != nil {
+			t.Fatalf("%q: unquoted, but encoding/json fails: %v", input, err)
+		}
+		if got != want {
+			t.Fatalf("%q: unquote gives %q, encoding/json %q", input, got, want)
 		}
 	})
 }

@@ -93,7 +93,8 @@ type leanContent struct {
 }
 
 // decodeToolResult decodes a tools/call result. A result of text
-// blocks, the common case, is decoded here with encoding/json; any
+// blocks, the common case, is decoded here, by hand when it is the
+// plainest kind (fastDecodeToolResult), else with encoding/json; any
 // other, with images, resources or a request for input, by the SDK,
 // whose decoder costs a 32 KiB buffer a call. Both give the same
 // result, but for structured content: this keeps it as the
@@ -111,7 +112,7 @@ func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	return decodeToolResultJSON(raw)
 }
 
-// decodeToolResultJSON is decodeToolResult with encoding/json alone.
+// decodeToolResultJSON is decodeToolResult without the hand reading.
 func decodeToolResultJSON(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var w leanResult
 	if err := json.Unmarshal(raw, &w); err != nil {
@@ -151,8 +152,8 @@ func decodeToolResultJSON(raw json.RawMessage) (*mcp.CallToolResult, error) {
 // declines anything else (_meta, annotations, another block type, a
 // request for input, a null where a value belongs, a key in another
 // case), which decodeToolResultJSON then decodes; both give the same
-// result. A text with an escape or bytes that are not UTF-8 is decoded
-// by encoding/json, alone. raw must be valid JSON: a message's result
+// result. A text with a \u escape or bytes that are not UTF-8 is
+// decoded by encoding/json, alone. raw must be valid JSON: a message's result
 // is.
 func fastDecodeToolResult(raw []byte) (*mcp.CallToolResult, bool) {
 	var texts [][]byte

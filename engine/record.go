@@ -351,7 +351,7 @@ func (b *auditBacklog) add(release func(wait func()), wait func()) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		release(wait)
+		b.write([]func(func()){release}, wait)
 		return
 	}
 	if len(b.calls) >= auditBacklogCalls {

@@ -56,7 +56,9 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 			then(yield, nil, err)
 			return
 		}
-		res, err := decodeToolResult(raw)
+		// The connection's reader checked the line the result is part
+		// of: it is valid JSON, and is not scanned again.
+		res, err := decodeValidToolResult(raw)
 		switch {
 		case err != nil:
 			then(yield, nil, fmt.Errorf("decoding the result of %s: %w", tool, err))
@@ -103,11 +105,18 @@ type leanContent struct {
 // exact), so that it is not decoded and encoded again on its way
 // through.
 func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	// json.Valid is the check json.Unmarshal makes first anyway.
-	if json.Valid(raw) {
-		if res, ok := fastDecodeToolResult(raw); ok {
-			return res, nil
-		}
+	if !json.Valid(raw) {
+		return decodeToolResultJSON(raw) // which words the error
+	}
+	return decodeValidToolResult(raw)
+}
+
+// decodeValidToolResult is decodeToolResult for raw known to be valid
+// JSON, such as a result read by a lineConn, which checks each line:
+// the hand reading needs valid JSON, and a result can be megabytes.
+func decodeValidToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	if res, ok := fastDecodeToolResult(raw); ok {
+		return res, nil
 	}
 	return decodeToolResultJSON(raw)
 }

@@ -99,6 +99,9 @@ type process struct {
 }
 
 func (p *process) wait() {
+	// In the poller first: Wait alone blocks in a system call for the
+	// child's whole life (see waitExit).
+	waitExit(p.cmd.Process.Pid)
 	p.waitErr = p.cmd.Wait()
 	// As Wait does for a StdoutPipe: the read ends, even when a
 	// grandchild still holds the pipe open.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
+	"github.com/voltmcp/voltmcp/engine/pollio"
 )
 
 // gatewayCommand builds a command that runs one action of the mcp tool,
@@ -164,9 +165,11 @@ Examples:
 			}
 		}
 		if addr == "" {
-			in, restore := pollStdin(e.stdin, e.stdout)
+			// The agent's pipes are read and written through the poller
+			// (pollio): faster, and safe from a runtime stall.
+			in, restore := pollio.Reader(e.stdin, e.stdout)
 			defer restore()
-			out, restoreOut := pollStdout(e.stdout, e.stdin, e.stderr)
+			out, restoreOut := pollio.Writer(e.stdout, e.stdin, e.stderr)
 			defer restoreOut()
 			err = eng.ServeStdio(ctx, in, out)
 			if err != nil && ctx.Err() == nil && err != io.EOF {
@@ -178,10 +181,6 @@ Examples:
 	}
 	return c
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // checkLoopback refuses to serve on anything but a loopback address:
 // the gateway runs the user's servers with the user's credentials.

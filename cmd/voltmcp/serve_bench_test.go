@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/engine/pollio"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
@@ -96,8 +97,11 @@ func relay(name string, args []string) int {
 	if err := cmd.Start(); err != nil {
 		return 1
 	}
-	go func() { _, _ = io.Copy(in, os.Stdin); in.Close() }()
-	_, _ = io.Copy(os.Stdout, out)
+	// Through the poller, as serve reads and writes (package pollio).
+	stdin, stdout, restore := pollio.Stdio()
+	defer restore()
+	go func() { _, _ = io.Copy(in, stdin); in.Close() }()
+	_, _ = io.Copy(stdout, out)
 	_ = cmd.Wait()
 	return 0
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/pollio"
 )
 
 // childArg is the one argument Command gives the test binary. It matches
@@ -103,8 +105,13 @@ func runChild(mode string) int {
 	case ModeEndlessLine:
 		return runEndlessLineChild()
 	}
+	// Stdin and stdout are read and written through Go's poller: a
+	// goroutine blocked reading a pipe can stall the runtime for up to a
+	// minute (package pollio), and a test with it.
+	in, out, restore := pollio.Stdio()
+	defer restore()
 	if isRawMode(mode) {
-		if err := serveRaw(mode, os.Stdin, os.Stdout); err != nil {
+		if err := serveRaw(mode, in, out); err != nil {
 			fmt.Fprintln(os.Stderr, "mcptest:", err)
 			return 1
 		}
@@ -144,7 +151,7 @@ func runChild(mode string) int {
 		go floodStderr()
 	}
 
-	err := newServer(mode, cfg).Run(context.Background(), &mcp.StdioTransport{})
+	err := newServer(mode, cfg).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
 	if mode == ModeIgnoreSIGTERM {
 		sleepForever()
 	}

@@ -11,12 +11,19 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/pollio"
 )
 
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("clock: ")
-	if err := newServer(time.Now).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	// Stdio through Go's poller: a goroutine blocked reading stdin can
+	// stall the Go 1.26 runtime for up to a minute (package pollio).
+	in, out, restore := pollio.Stdio()
+	err := newServer(time.Now).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
+	restore()
+	if err != nil {
 		log.Fatal(err)
 	}
 }

@@ -25,6 +25,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/pollio"
 )
 
 func main() {
@@ -39,7 +41,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer b.root.Close()
-	if err := newServer(b).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	// Stdio through Go's poller, as in examples/servers/clock.
+	in, out, restore := pollio.Stdio()
+	err = newServer(b).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
+	restore()
+	if err != nil {
 		log.Fatal(err)
 	}
 }

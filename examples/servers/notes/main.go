@@ -18,13 +18,19 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/pollio"
 )
 
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("notes: ")
 	s := newServer(newStore(seedNotes(), time.Now))
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	// Stdio through Go's poller, as in examples/servers/clock.
+	in, out, restore := pollio.Stdio()
+	err := s.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
+	restore()
+	if err != nil {
 		log.Fatal(err)
 	}
 }

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package pollio
 
 import (
 	"io"
@@ -6,37 +8,28 @@ import (
 	"syscall"
 )
 
-// pollStdin returns the reader `voltmcp serve` reads the agent's
-// messages from. When in is a pipe or a socket in blocking mode (as an
-// agent starts a server), it returns a duplicate of its descriptor in
-// non-blocking mode, whose reads wait in Go's poller: a read blocked in
-// the kernel holds a thread in a system call, which the runtime then
-// hands its processor away from and back to on every message, a cost
-// that shows in each call's latency on a small machine
-// (docs/benchmarks.md). Closing the duplicate also ends a read in
-// progress, which closing a blocking descriptor does not. The engine
-// reads such a file with raw system calls (engine.ServeStdio).
-//
-// Non-blocking mode belongs to the open file, which other processes may
-// share: restore puts the mode back, and must run when serving ends.
-// A terminal, a regular file, or a stdin that is also stdout (one
-// socket both ways) is left as it is, as is any reader that is not a
-// file; restore then does nothing.
-func pollStdin(in io.Reader, out io.Writer) (r io.ReadCloser, restore func()) {
-	f, restore, ok := pollable(in, "stdin", out)
+// Reader returns the reader to read in through: when in is an *os.File
+// for a pipe or socket in blocking mode that is not the same open file as
+// any of others (stdout, say: one socket both ways), a non-blocking
+// duplicate of its descriptor, whose reads wait in Go's poller; otherwise
+// in as it is. Closing the duplicate also ends a read in progress, which
+// closing a blocking descriptor does not. A terminal, a regular file or a
+// reader that is not a file is left as it is, and restore then does
+// nothing.
+func Reader(in io.Reader, others ...any) (r io.ReadCloser, restore func()) {
+	f, restore, ok := pollable(in, "stdin", others...)
 	if !ok {
 		return io.NopCloser(in), restore
 	}
 	return f, restore
 }
 
-// pollStdout is pollStdin for the writer of serve's answers, so that an
-// answer is written without the runtime's system call bookkeeping too.
-// Besides what pollStdin leaves alone, a stdout that is also stderr (as
-// after 2>&1) is left as it is: stderr's writes, which do not wait in
-// the poller, would fail when the pipe is full.
-func pollStdout(out io.Writer, in io.Reader, errOut io.Writer) (w io.WriteCloser, restore func()) {
-	f, restore, ok := pollable(out, "stdout", in, errOut)
+// Writer is Reader for a writer, such as stdout: its writes then wait in
+// the poller when the pipe is full. Pass stderr among others when it may
+// be the same open file (as after 2>&1): stderr's own writes, which do
+// not wait in the poller, would fail when the pipe is full.
+func Writer(out io.Writer, others ...any) (w io.WriteCloser, restore func()) {
+	f, restore, ok := pollable(out, "stdout", others...)
 	if !ok {
 		return nopWriteCloser{out}, restore
 	}

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package pollio
 
 import (
 	"bytes"
@@ -36,9 +38,9 @@ func nonblocking(t *testing.T, f *os.File) bool {
 	return flags&syscall.O_NONBLOCK != 0
 }
 
-func TestPollStdin(t *testing.T) {
+func TestReader(t *testing.T) {
 	r, w := blockingPipe(t)
-	in, restore := pollStdin(r, io.Discard)
+	in, restore := Reader(r, io.Discard)
 	if _, ok := in.(*os.File); !ok {
 		t.Fatalf("a blocking pipe was not made pollable: got %T", in)
 	}
@@ -83,7 +85,7 @@ func TestPollStdin(t *testing.T) {
 	}
 }
 
-func TestPollStdinLeavesOthersAlone(t *testing.T) {
+func TestReaderLeavesOthersAlone(t *testing.T) {
 	file, err := os.Create(filepath.Join(t.TempDir(), "input"))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,7 @@ func TestPollStdinLeavesOthersAlone(t *testing.T) {
 		{"pipe-to-itself", r, r, r},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, restore := pollStdin(tc.in, tc.out)
+			got, restore := Reader(tc.in, tc.out)
 			defer restore()
 			if f, ok := got.(*os.File); ok {
 				t.Fatalf("made %s pollable", f.Name())
@@ -121,12 +123,12 @@ func TestPollStdinLeavesOthersAlone(t *testing.T) {
 	}
 }
 
-// TestPollStdout checks that a blocking pipe on stdout is written through
+// TestWriter checks that a blocking pipe on stdout is written through
 // a non-blocking duplicate whose mode restore puts back, and that a
 // stdout that is also stderr or stdin is left alone.
-func TestPollStdout(t *testing.T) {
+func TestWriter(t *testing.T) {
 	r, w := blockingPipe(t)
-	out, restore := pollStdout(w, bytes.NewReader(nil), io.Discard)
+	out, restore := Writer(w, bytes.NewReader(nil), io.Discard)
 	if _, ok := out.(*os.File); !ok {
 		t.Fatalf("a blocking pipe was not made pollable: got %T", out)
 	}
@@ -154,7 +156,7 @@ func TestPollStdout(t *testing.T) {
 	r2, w2 := blockingPipe(t)
 	for name, others := range map[string][2]any{"also-stderr": {bytes.NewReader(nil), w2}, "also-stdin": {r2, io.Discard}} {
 		t.Run(name, func(t *testing.T) {
-			got, restore := pollStdout(w2, others[0].(io.Reader), others[1].(io.Writer))
+			got, restore := Writer(w2, others[0].(io.Reader), others[1].(io.Writer))
 			defer restore()
 			if f, ok := got.(*os.File); ok {
 				t.Fatalf("made %s pollable", f.Name())

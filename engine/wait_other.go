@@ -1,0 +1,7 @@
+//go:build !linux
+
+package engine
+
+// waitExit waits for nothing outside Linux: the (*exec.Cmd).Wait that
+// follows it waits as usual.
+func waitExit(int) bool { return false }

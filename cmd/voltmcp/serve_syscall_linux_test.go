@@ -1,0 +1,88 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the writer os/exec copies
+// stderr with and a reader after the process ended.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestServeWaitsInNoSystemCall checks that an idle `voltmcp serve`, with
+// an upstream running, has no goroutine waiting in a blocking system
+// call: its reads of the agent and of the upstream, and its wait for the
+// upstream's exit, all wait in Go's poller. With Go 1.26 a goroutine
+// entering a blocking call as a garbage collection starts can stall the
+// whole process for up to a minute (engine/pollio). The test makes serve
+// print its goroutines (SIGQUIT) and fails on any in the "syscall" state
+// but the runtime's own signal loop.
+func TestServeWaitsInNoSystemCall(t *testing.T) {
+	home, project := t.TempDir(), benchProject(t)
+	cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
+	cmd.Env = append(cmd.Env, "GOTRACEBACK=all")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cs := connectCommand(t, cmd, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
+		"action": "call", "server": "up", "tool": "echo", "arguments": map[string]any{"text": "hello"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	// Let the call's audit records be written and the log's lock go,
+	// the only system calls serve makes after an answer.
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cs.Wait()
+	for cmd.ProcessState == nil {
+		if ctx.Err() != nil {
+			t.Fatal("serve did not exit on SIGQUIT")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	dump := stderr.String()
+	goroutines := strings.Split(dump, "\n\n")
+	var readers int
+	for _, g := range goroutines {
+		g = strings.TrimSpace(g)
+		if strings.Contains(g, "engine.(*lineConn).read") {
+			readers++
+		}
+		if strings.HasPrefix(g, "goroutine ") && strings.Contains(strings.SplitN(g, "\n", 2)[0], "[syscall") &&
+			!strings.Contains(g, "os/signal.signal_recv") {
+			t.Errorf("a goroutine of the idle serve waits in a system call:\n%s", g)
+		}
+	}
+	// The agent's reader and the upstream's: the dump is the real one.
+	if readers < 2 {
+		t.Fatalf("the dump shows %d connection readers, want 2; stderr:\n%s", readers, dump)
+	}
+}

@@ -16,7 +16,7 @@ const (
 // waitExit waits in Go's poller until the process pid has exited, and
 // leaves it to be reaped: the (*exec.Cmd).Wait that follows then returns
 // at once. Wait alone holds a thread in waitid for the child's whole
-// life, and with Go 1.26 a goroutine that enters a blocking system call
+// life, and with Go 1.26 and 1.27 a goroutine that enters a blocking system call
 // just as the garbage collector stops the world can hold the stop, and
 // every goroutine of the gateway with it, until the call returns (see
 // package pollio). waitExit reports false, having waited for nothing,

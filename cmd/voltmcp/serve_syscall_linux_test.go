@@ -36,7 +36,7 @@ func (b *lockedBuffer) String() string {
 // TestServeWaitsInNoSystemCall checks that an idle `voltmcp serve`, with
 // an upstream running, has no goroutine waiting in a blocking system
 // call: its reads of the agent and of the upstream, and its wait for the
-// upstream's exit, all wait in Go's poller. With Go 1.26 a goroutine
+// upstream's exit, all wait in Go's poller. With Go 1.26 and 1.27 a goroutine
 // entering a blocking call as a garbage collection starts can stall the
 // whole process for up to a minute (engine/pollio). The test makes serve
 // print its goroutines (SIGQUIT) and fails on any in the "syscall" state

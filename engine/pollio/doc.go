@@ -6,7 +6,7 @@
 // Two costs of a goroutine blocked in a read or write system call are
 // avoided. First, the runtime hands the thread's processor away and back
 // on every message, which shows in each message's latency on a small
-// machine (docs/benchmarks.md). Second, with Go 1.26 a goroutine that
+// machine (docs/benchmarks.md). Second, with Go 1.26 and 1.27 a goroutine that
 // enters a blocking system call just as the garbage collector stops the
 // world can hold the stop for as long as the call blocks, up to about a
 // minute, with every other goroutine of the process stopped: a server

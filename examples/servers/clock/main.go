@@ -19,7 +19,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("clock: ")
 	// Stdio through Go's poller: a goroutine blocked reading stdin can
-	// stall the Go 1.26 runtime for up to a minute (package pollio).
+	// stall the Go 1.26 and 1.27 runtimes for up to a minute (package pollio).
 	in, out, restore := pollio.Stdio()
 	err := newServer(time.Now).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
 	restore()

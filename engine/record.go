@@ -393,7 +393,7 @@ func (b *auditBacklog) flush() {
 	b.armed = false
 	calls := b.take()
 	b.mu.Unlock()
-	b.write(calls, func() {})
+	b.write(calls, noYield)
 }
 
 // close writes the backlog and makes calls from now on write their own.
@@ -407,7 +407,7 @@ func (b *auditBacklog) close() {
 	}
 	calls := b.take()
 	b.mu.Unlock()
-	b.write(calls, func() {})
+	b.write(calls, noYield)
 }
 
 // auditQueueLen is how many records may wait for the disk.

@@ -23,13 +23,13 @@ const (
 // when the kernel cannot open a process descriptor (Linux before 5.3) or
 // the poller cannot wait on one; Wait then waits as it always did.
 func waitExit(pid int) bool {
-	fd, _, errno := syscall.RawSyscall(sysPidfdOpen, uintptr(pid), syscall.O_NONBLOCK, 0)
+	pidfd, _, errno := syscall.RawSyscall(sysPidfdOpen, uintptr(pid), syscall.O_NONBLOCK, 0)
 	if errno != 0 {
 		return false
 	}
 	// NewFile sees the non-blocking mode and registers the descriptor
 	// with the poller, which reports it readable once the process exits.
-	f := os.NewFile(fd, "pidfd")
+	f := os.NewFile(pidfd, "pidfd")
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {

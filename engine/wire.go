@@ -395,17 +395,15 @@ func plainString(val []byte) (string, bool) {
 // false for anything else (a \u escape, bytes that are not UTF-8), which
 // the caller leaves to encoding/json.
 func unquote(val []byte) (string, bool) {
-	if len(val) < 2 || val[0] != '"' {
+	if s, ok := plainString(val); ok {
+		return s, true
+	}
+	// Not plain: not a string, not UTF-8, or escaped.
+	if len(val) < 2 || val[0] != '"' || !utf8.Valid(val) {
 		return "", false
 	}
 	s := val[1 : len(val)-1]
-	if !utf8.Valid(s) {
-		return "", false
-	}
 	first := bytes.IndexByte(s, '\\')
-	if first < 0 {
-		return string(s), true
-	}
 	var b strings.Builder
 	b.Grow(len(s))
 	b.Write(s[:first])

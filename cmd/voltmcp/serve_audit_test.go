@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/voltmcp/voltmcp/engine/audit"
 )
 
@@ -29,12 +27,7 @@ func TestServeWritesItsAuditOnExit(t *testing.T) {
 			defer cancel()
 			const calls = 10
 			for i := range calls {
-				text := fmt.Sprint("call ", i)
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
-					"action": "call", "server": "up", "tool": "echo", "arguments": map[string]any{"text": text}}})
-				if err != nil || res.IsError {
-					t.Fatalf("call %d: %v %+v", i, err, res)
-				}
+				callEcho(ctx, t, cs, fmt.Sprint("call ", i))
 			}
 			switch end {
 			case "stdin":
@@ -49,12 +42,7 @@ func TestServeWritesItsAuditOnExit(t *testing.T) {
 			}
 			// The SDK waits for the process on Close; after SIGTERM the
 			// session ends with serve's stdout, so wait for the exit too.
-			for cmd.ProcessState == nil {
-				if ctx.Err() != nil {
-					t.Fatal("serve did not exit")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitExited(ctx, t, cmd)
 			recs, probs, err := audit.Read(audit.DefaultPath(filepath.Join(home, ".volt", "agent")), audit.Query{Kind: audit.KindCall, Tool: "echo"})
 			if err != nil || len(probs) != 0 {
 				t.Fatalf("read audit log: %v %v", err, probs)

@@ -275,6 +275,29 @@ func connectCommand(b testing.TB, cmd *exec.Cmd, proto string) *mcp.ClientSessio
 	return cs
 }
 
+// callEcho calls the upstream "up"'s echo tool through the mcp tool of
+// the serve session cs, failing t unless it answers.
+func callEcho(ctx context.Context, t testing.TB, cs *mcp.ClientSession, text string) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
+		"action": "call", "server": "up", "tool": "echo", "arguments": map[string]any{"text": text}}})
+	if err != nil || res.IsError {
+		t.Fatalf("call %q: %v %+v", text, err, res)
+	}
+}
+
+// waitExited waits for cmd, whose session has ended, to have exited (the
+// SDK's transport waits for the process), failing t if ctx ends first.
+func waitExited(ctx context.Context, t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	for cmd.ProcessState == nil {
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not exit", strings.Join(cmd.Args[1:], " "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // percentiles returns the p50 and p99 of d in microseconds.
 func percentiles(d []time.Duration) (p50, p99 float64) {
 	if len(d) == 0 {

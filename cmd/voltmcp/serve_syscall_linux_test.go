@@ -3,35 +3,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the writer os/exec copies
-// stderr with and a reader after the process ended.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestServeWaitsInNoSystemCall checks that an idle `voltmcp serve`, with
 // an upstream running, has no goroutine waiting in a blocking system
@@ -45,16 +24,17 @@ func TestServeWaitsInNoSystemCall(t *testing.T) {
 	home, project := t.TempDir(), benchProject(t)
 	cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
 	cmd.Env = append(cmd.Env, "GOTRACEBACK=all")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	// A file, which serve writes to directly, for the goroutine dump.
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
 	cs := connectCommand(t, cmd, "2025-11-25")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
-		"action": "call", "server": "up", "tool": "echo", "arguments": map[string]any{"text": "hello"}}})
-	if err != nil || res.IsError {
-		t.Fatalf("call: %v %+v", err, res)
-	}
+	callEcho(ctx, t, cs, "hello")
 	// Let the call's audit records be written and the log's lock go,
 	// the only system calls serve makes after an answer.
 	time.Sleep(500 * time.Millisecond)
@@ -62,13 +42,12 @@ func TestServeWaitsInNoSystemCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cs.Wait()
-	for cmd.ProcessState == nil {
-		if ctx.Err() != nil {
-			t.Fatal("serve did not exit on SIGQUIT")
-		}
-		time.Sleep(10 * time.Millisecond)
+	waitExited(ctx, t, cmd)
+	out, err := os.ReadFile(stderr.Name())
+	if err != nil {
+		t.Fatal(err)
 	}
-	dump := stderr.String()
+	dump := string(out)
 	goroutines := strings.Split(dump, "\n\n")
 	var readers int
 	for _, g := range goroutines {

@@ -306,17 +306,32 @@ func TestFloodResult(t *testing.T) {
 	}
 }
 
+// callBig is call with two minutes rather than waitFor, for a result of
+// megabytes: under -race on a loaded machine moving it can take longer
+// than waitFor (the image's 8 MB took 7 s alone), and the content, not
+// the time, is the point.
+func callBig(t *testing.T, cs *mcp.ClientSession, name string) *mcp.CallToolResult {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(c, &mcp.CallToolParams{Name: name})
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
 func TestBinaryResult(t *testing.T) {
 	cs, _ := connectStdio(t, mcptest.ModeBinaryResult, nil)
-	img, ok := call(t, cs, mcptest.ToolImage, nil).Content[0].(*mcp.ImageContent)
+	img, ok := callBig(t, cs, mcptest.ToolImage).Content[0].(*mcp.ImageContent)
 	if !ok || len(img.Data) != mcptest.BinaryImageBytes || img.MIMEType != "image/png" || !bytes.Equal(img.Data, mcptest.Blob(mcptest.BinaryImageBytes)) {
 		t.Errorf("image: %v", ok)
 	}
-	audio, ok := call(t, cs, mcptest.ToolAudio, nil).Content[0].(*mcp.AudioContent)
+	audio, ok := callBig(t, cs, mcptest.ToolAudio).Content[0].(*mcp.AudioContent)
 	if !ok || len(audio.Data) != mcptest.BinaryAudioBytes || audio.MIMEType != "audio/wav" {
 		t.Errorf("audio: %v", ok)
 	}
-	mixed := call(t, cs, mcptest.ToolMixed, nil).Content
+	mixed := callBig(t, cs, mcptest.ToolMixed).Content
 	if len(mixed) != 4 {
 		t.Fatalf("mixed has %d contents", len(mixed))
 	}

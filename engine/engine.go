@@ -168,6 +168,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	e.backlog.log = e.log
+	e.backlog.sink = e.pushAll
 	if e.lookup == nil {
 		e.lookup = os.LookupEnv
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/audit"
 )
 
 // leanServe answers a stdio agent's tools/call of the mcp tool without
@@ -256,7 +258,7 @@ type leanJob struct {
 	id       jsonrpc.ID
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	release  func(wait func()) // writes the call's held audit records
+	release  func() []audit.Record // builds the call's held audit records
 	complete bool
 	// answered is set by the first of finish and fault.
 	answered atomic.Bool

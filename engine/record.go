@@ -116,7 +116,7 @@ func (e *Engine) record(ctx context.Context, r audit.Record) {
 	if h, _ := ctx.Value(heldRecordsKey{}).(*heldRecords); h != nil && h.hold(func() audit.Record { return r }) {
 		return
 	}
-	e.push(r, nil)
+	e.push(r)
 }
 
 // recordLater is record for a record that costs something to build:
@@ -137,27 +137,36 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 }
 
 // push opens the log on first use, adds the engine's workspace, session
-// and surface to r and hands it to the log's writer. With a non-nil
-// wait, for a goroutine that may append itself, it appends r itself
-// rather than waking the writer, which on a small machine costs more
-// than the append (docs/benchmarks.md), and calls wait before it would
-// wait for the log (audit.WithBeforeWait): a lean call's held records
-// take this way from the audit backlog. Records still queued may
-// then be written after r; each record keeps the time it was made.
-func (e *Engine) push(r audit.Record, wait func()) {
+// and surface to r and hands it to the log's writer.
+func (e *Engine) push(r audit.Record) {
+	e.pushAll([]audit.Record{r}, nil)
+}
+
+// pushAll is push for the records rs, in order. With a non-nil wait, for
+// a goroutine that may append itself, it appends them itself, with one
+// write, rather than waking the writer, which on a small machine costs
+// more than the append (docs/benchmarks.md), and calls wait before it
+// would wait for the log (audit.WithBeforeWait): the audit backlog's
+// records take this way. Records still queued may then be written after
+// rs; each record keeps the time it was made.
+func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	if wait != nil && e.audit.Load() == nil {
 		wait() // opening the log takes its lock, which may be held
 	}
 	e.openAudit()
-	r.Workspace, r.Session, r.Surface = e.workspace(), e.session, string(e.opts.Surface)
+	for i := range rs {
+		rs[i].Workspace, rs[i].Session, rs[i].Surface = e.workspace(), e.session, string(e.opts.Surface)
+	}
 	e.auditMu.RLock()
 	defer e.auditMu.RUnlock()
 	switch q := e.audit.Load(); {
 	case q == nil:
 	case wait != nil:
-		q.append(audit.WithBeforeWait(context.Background(), wait), e, r)
+		q.append(audit.WithBeforeWait(context.Background(), wait), e, rs)
 	default:
-		q.ch <- r
+		for _, r := range rs {
+			q.ch <- r
+		}
 	}
 }
 
@@ -206,18 +215,20 @@ type heldRecordsKey struct{}
 
 // withHeldRecords returns a context whose records are held until release
 // is called; release must be called, and may be called more than once.
-// Release appends the records itself, calling wait (which must not be
-// nil) before it would wait for the log.
-func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func(wait func())) {
+// Release builds the records held and returns them, for its caller to
+// write (pushAll); a record made after it goes straight to the log.
+func (e *Engine) withHeldRecords(ctx context.Context) (context.Context, func() []audit.Record) {
 	h := &heldRecords{}
-	return context.WithValue(ctx, heldRecordsKey{}, h), func(wait func()) {
+	return context.WithValue(ctx, heldRecordsKey{}, h), func() []audit.Record {
 		h.mu.Lock()
 		recs := h.recs
 		h.recs, h.released = nil, true
 		h.mu.Unlock()
+		out := make([]audit.Record, 0, len(recs))
 		for _, build := range recs {
-			e.push(build(), wait)
+			out = append(out, build())
 		}
+		return out
 	}
 }
 
@@ -319,39 +330,46 @@ type auditBacklog struct {
 	// so that close returns only once they are.
 	writing sync.Mutex
 	mu      sync.Mutex
-	calls   []func(wait func()) // each call's release (withHeldRecords)
+	calls   []func() []audit.Record // each call's release (withHeldRecords)
 	timer   *time.Timer
 	armed   bool // the timer is set for the calls waiting
 	closed  bool // Close has written the backlog: calls write their own
 	// log, when not nil, hears of a release that panicked.
 	log *slog.Logger
+	// sink writes the records, with one write to the log (pushAll).
+	sink func(recs []audit.Record, wait func())
 }
 
-// write runs the releases taken from the backlog. A release that panics
-// (a bug in building a record) loses its own records, not the others',
-// and does not end the process from the timer's goroutine; its stack is
-// logged, not the panic's value, which could hold a secret.
-func (b *auditBacklog) write(calls []func(wait func()), wait func()) {
-	for _, r := range calls {
+// write builds the records of the releases taken from the backlog and
+// hands them to the sink together. A release that panics (a bug in
+// building a record) loses its own records, not the others', and does
+// not end the process from the timer's goroutine; its stack is logged,
+// not the panic's value, which could hold a secret.
+func (b *auditBacklog) write(calls []func() []audit.Record, wait func()) {
+	var recs []audit.Record
+	for _, release := range calls {
 		func() {
 			defer func() {
 				if v := recover(); v != nil && b.log != nil {
 					b.log.Error("building an audit record panicked; its records are lost", "stack", string(debug.Stack()))
 				}
 			}()
-			r(wait)
+			recs = append(recs, release()...)
 		}()
+	}
+	if len(recs) > 0 && b.sink != nil {
+		b.sink(recs, wait)
 	}
 }
 
 // add keeps a call's release for the next write of the backlog; the
 // call's goroutine, when it must write the backlog itself, calls wait
 // before it would wait for the log.
-func (b *auditBacklog) add(release func(wait func()), wait func()) {
+func (b *auditBacklog) add(release func() []audit.Record, wait func()) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		b.write([]func(func()){release}, wait)
+		b.write([]func() []audit.Record{release}, wait)
 		return
 	}
 	if len(b.calls) >= auditBacklogCalls {
@@ -379,7 +397,7 @@ func (b *auditBacklog) add(release func(wait func()), wait func()) {
 
 // take empties the backlog, returning the calls it held. It runs with
 // b.mu held.
-func (b *auditBacklog) take() []func(wait func()) {
+func (b *auditBacklog) take() []func() []audit.Record {
 	calls := b.calls
 	b.calls = nil
 	return calls
@@ -413,6 +431,10 @@ func (b *auditBacklog) close() {
 // auditQueueLen is how many records may wait for the disk.
 const auditQueueLen = 256
 
+// auditQueueBatch is the most records the queue's writer appends with
+// one write.
+const auditQueueBatch = 64
+
 // auditQueue feeds the audit log from one goroutine.
 type auditQueue struct {
 	log  *audit.Log
@@ -420,16 +442,33 @@ type auditQueue struct {
 	done chan struct{}
 }
 
+// run appends the records sent on q.ch, those that wait together, until
+// the channel closes.
 func (q *auditQueue) run(e *Engine) {
 	defer close(q.done)
+	batch := make([]audit.Record, 0, auditQueueBatch)
 	for r := range q.ch {
-		q.append(context.Background(), e, r)
+		batch = append(batch[:0], r)
+	more:
+		for len(batch) < auditQueueBatch {
+			select {
+			case r, ok := <-q.ch:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		q.append(context.Background(), e, batch)
+		clear(batch) // let go of the records' strings and details
 	}
 }
 
-// append writes one record, reporting a failure.
-func (q *auditQueue) append(ctx context.Context, e *Engine, r audit.Record) {
-	if err := q.log.Append(ctx, r); err != nil {
+// append writes records, reporting a failure.
+func (q *auditQueue) append(ctx context.Context, e *Engine, rs []audit.Record) {
+	if err := q.log.AppendAll(ctx, rs); err != nil {
 		e.log.Error("audit append", "err", err)
 		e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
 	}

@@ -151,12 +151,9 @@ func TestAuditBacklog(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var written []int
-	release := func(n int) func(wait func()) {
-		return func(func()) {
-			mu.Lock()
-			written = append(written, n)
-			mu.Unlock()
-		}
+	// Each call's release builds one record, its Seq the call's number.
+	release := func(n int) func() []audit.Record {
+		return func() []audit.Record { return []audit.Record{{Seq: int64(n)}} }
 	}
 	count := func() int {
 		mu.Lock()
@@ -165,7 +162,15 @@ func TestAuditBacklog(t *testing.T) {
 	}
 	noWait := func() { t.Error("a write that waits for nothing called wait") }
 
-	var b auditBacklog
+	var writes int
+	b := auditBacklog{sink: func(recs []audit.Record, _ func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		writes++
+		for _, r := range recs {
+			written = append(written, int(r.Seq))
+		}
+	}}
 	b.add(release(0), noWait)
 	b.add(release(1), noWait)
 	if n := count(); n != 0 {
@@ -177,6 +182,14 @@ func TestAuditBacklog(t *testing.T) {
 			t.Fatalf("the timer wrote %d of 2 calls' records", count())
 		}
 		time.Sleep(time.Millisecond)
+	}
+	writesNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return writes
+	}
+	if n := writesNow(); n != 1 {
+		t.Fatalf("the timer wrote two calls' records with %d writes, want one", n)
 	}
 
 	// Full: the call that would exceed the bound writes them all, its
@@ -199,6 +212,9 @@ func TestAuditBacklog(t *testing.T) {
 	<-done
 	if n := count(); n != 3+auditBacklogCalls {
 		t.Fatalf("%d records written, want %d", n, 3+auditBacklogCalls)
+	}
+	if n := writesNow(); n != 2 {
+		t.Fatalf("a full backlog was written with %d writes, want one", n-1)
 	}
 	for i, n := range written {
 		if n != i {
@@ -232,19 +248,18 @@ func TestAuditBacklogSurvivesAPanic(t *testing.T) {
 		defer logMu.Unlock()
 		return logged.Write(p)
 	}), nil))}
-	done := make(chan int, 2)
-	b.add(func(func()) { done <- 1 }, func() {})
-	b.add(func(func()) { panic(canary) }, func() {})
-	b.add(func(func()) { done <- 3 }, func() {})
-	for _, want := range []int{1, 3} {
-		select {
-		case got := <-done:
-			if got != want {
-				t.Fatalf("release %d ran, want %d", got, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("release %d never ran", want)
+	done := make(chan []audit.Record, 1)
+	b.sink = func(recs []audit.Record, _ func()) { done <- recs }
+	b.add(func() []audit.Record { return []audit.Record{{Seq: 1}} }, func() {})
+	b.add(func() []audit.Record { panic(canary) }, func() {})
+	b.add(func() []audit.Record { return []audit.Record{{Seq: 3}} }, func() {})
+	select {
+	case recs := <-done:
+		if len(recs) != 2 || recs[0].Seq != 1 || recs[1].Seq != 3 {
+			t.Fatalf("the backlog wrote %+v, want the records of calls 1 and 3", recs)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backlog was never written")
 	}
 	b.close()
 	logMu.Lock()

@@ -48,7 +48,9 @@
 // # Crashes
 //
 // Each record is one write(2) of a whole line to a file opened with
-// O_APPEND. A process killed mid-write leaves at worst a torn last line
+// O_APPEND; AppendAll writes its records' lines with one write(2), split
+// only where the file rotates. A process killed mid-write leaves at worst
+// a torn last line
 // (no newline, or bytes that are not JSON). Open finds it, reports it
 // (Log.Problems), and the next append writes a newline first and chains
 // from the last good line: the torn bytes stay where they are, because an
@@ -58,7 +60,7 @@
 // Appends do not call fsync unless Options.Sync is set. A line handed to
 // the kernel survives the death of the process, but not a power loss or a
 // kernel crash; Sync closes that window at the cost of a disk flush per
-// record (see BenchmarkAppend).
+// write (see BenchmarkAppend).
 //
 // # Concurrency
 //

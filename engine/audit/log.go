@@ -77,6 +77,9 @@ type Log struct {
 	// next; enc encodes into it.
 	buf bytes.Buffer
 	enc *json.Encoder
+	// batch holds the lines of an AppendAll until they are written,
+	// reused from one append to the next.
+	batch []byte
 
 	// details maps a record's DetailKey to its Detail, redacted and
 	// encoded; it starts over when full (maxDetails).
@@ -162,14 +165,39 @@ func (l *Log) Head() (seq int64, hash string) {
 // record may or may not be in the file; the log stays usable. A hook set
 // with WithBeforeWait runs before Append first waits.
 func (l *Log) Append(ctx context.Context, r Record) error {
+	return l.AppendAll(ctx, []Record{r})
+}
+
+// AppendAll writes rs, in order, as the next records, each as Append
+// writes one, with one write(2) for all of them: the lock is taken, and
+// the file looked at for other processes' records, once. A rotation
+// between two of them splits the write in two. When a write fails, the
+// records of that write may or may not be in the file, and those after
+// it are not written; the error says how many of rs that is.
+func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	detail, keyed := r.Detail, r.DetailKey != "" && len(r.Detail) > 0
-	if keyed {
-		r.Detail = nil // encoded from details, under l.mu
+	if len(rs) == 0 {
+		return nil
 	}
-	r = prepare(r, l.opts.Now, l.opts.Redact)
+	// Redaction and the rest of prepare need no lock.
+	type prepared struct {
+		r      Record
+		detail map[string]any // the Detail of a keyed record, encoded under l.mu
+	}
+	var one [1]prepared // Append's, on the stack
+	ps := one[:0]
+	if len(rs) > 1 {
+		ps = make([]prepared, 0, len(rs))
+	}
+	for _, r := range rs {
+		var detail map[string]any
+		if r.DetailKey != "" && len(r.Detail) > 0 {
+			detail, r.Detail = r.Detail, nil
+		}
+		ps = append(ps, prepared{prepare(r, l.opts.Now, l.opts.Redact), detail})
+	}
 
 	wait := beforeWait(ctx)
 	if !l.mu.TryLock() {
@@ -179,12 +207,6 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
-	}
-	var encodedDetail []byte
-	if keyed {
-		if encodedDetail = l.detail(r.DetailKey, detail); encodedDetail == nil {
-			r.Detail = plainDetail(detail, l.opts.Redact)
-		}
 	}
 	// While the lock is held from an earlier append, no other process
 	// has written: there is nothing to catch up with, unless a write of
@@ -205,49 +227,91 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 			return err
 		}
 	}
-
-	r.Seq, r.Prev = l.seq+1, l.prev
 	defer l.releaseBuf()
-	line, err := l.encodeWith(r, encodedDetail)
-	if err != nil {
-		return err
-	}
-	if len(line)-1 > MaxLineBytes {
-		if encodedDetail != nil {
-			r.Detail = plainDetail(detail, l.opts.Redact)
+
+	// batch holds the lines not yet written, the records from first on;
+	// seq and prev are where the chain stands once they are.
+	batch, first := l.batch[:0], 0
+	seq, prev := l.seq, l.prev
+	write := func(next int) error {
+		if len(batch) == 0 {
+			first = next
+			return nil
 		}
-		if line, err = l.encode(shrink(r, len(line)-1)); err != nil {
-			return err
+		n, err := l.f.Write(batch)
+		l.size += int64(n)
+		batch = batch[:0]
+		if err != nil {
+			l.dirty = true
+			if len(rs) > 1 {
+				return fmt.Errorf("audit: append: %d of %d records may not be written: %w", len(rs)-first, len(rs), err)
+			}
+			return fmt.Errorf("audit: append: %w", err)
 		}
-	}
-	extra := int64(0)
-	if l.newline {
-		extra = 1
-	}
-	if l.opts.MaxFileBytes > 0 && l.size > 0 && l.size+extra+int64(len(line)) > l.opts.MaxFileBytes {
-		if err := l.rotate(); err != nil {
-			l.note(Problem{Kind: ProblemRotate, File: l.path, Offset: l.size, Seq: r.Seq,
-				Message: fmt.Sprintf("rotation failed, appending to the active file: %v", err)})
+		l.seq, l.prev, l.newline = seq, prev, false
+		if l.opts.Sync {
+			if err := l.f.Sync(); err != nil {
+				return fmt.Errorf("audit: append: sync: %w", err)
+			}
 		}
+		first = next
+		return nil
 	}
-	buf := line
-	if l.newline {
-		buf = make([]byte, 0, len(line)+1)
-		buf = append(append(buf, '\n'), line...)
-	}
-	n, err := l.f.Write(buf)
-	l.size += int64(n)
-	if err != nil {
-		l.dirty = true
-		return fmt.Errorf("audit: append: %w", err)
-	}
-	l.seq, l.prev, l.newline = r.Seq, hashLine(line[:len(line)-1]), false
-	if l.opts.Sync {
-		if err := l.f.Sync(); err != nil {
-			return fmt.Errorf("audit: append: sync: %w", err)
+	defer func() { l.batch = batch[:0] }()
+	var errs []error
+	for i, p := range ps {
+		r := p.r
+		var encodedDetail []byte
+		if p.detail != nil {
+			if encodedDetail = l.detail(r.DetailKey, p.detail); encodedDetail == nil {
+				r.Detail = plainDetail(p.detail, l.opts.Redact)
+			}
 		}
+		r.Seq, r.Prev = seq+1, prev
+		line, err := l.encodeWith(r, encodedDetail)
+		if err == nil && len(line)-1 > MaxLineBytes {
+			if encodedDetail != nil {
+				r.Detail = plainDetail(p.detail, l.opts.Redact)
+			}
+			line, err = l.encode(shrink(r, len(line)-1))
+		}
+		if err != nil {
+			// This record is lost, not the others.
+			if len(rs) > 1 {
+				err = fmt.Errorf("%w (record %d of %d)", err, i+1, len(rs))
+			}
+			errs = append(errs, err)
+			continue
+		}
+		extra := int64(0)
+		if l.newline && len(batch) == 0 {
+			extra = 1
+		}
+		if size := l.size + int64(len(batch)); l.opts.MaxFileBytes > 0 && size > 0 && size+extra+int64(len(line)) > l.opts.MaxFileBytes {
+			// The file is full: what waits goes into it, this record
+			// into the next.
+			if err := write(i); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			if err := l.rotate(); err != nil {
+				l.note(Problem{Kind: ProblemRotate, File: l.path, Offset: l.size, Seq: r.Seq,
+					Message: fmt.Sprintf("rotation failed, appending to the active file: %v", err)})
+			}
+			extra = 0
+			if l.newline {
+				extra = 1 // the rotation failed, and the file ends mid-line
+			}
+		}
+		if extra == 1 {
+			batch = append(batch, '\n')
+		}
+		batch = append(batch, line...)
+		seq, prev = r.Seq, hashLine(line[:len(line)-1])
 	}
-	return nil
+	if err := write(len(ps)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // hold keeps the lock just taken for HoldLock. It runs with l.mu held.
@@ -363,11 +427,14 @@ func (l *Log) detail(key string, d map[string]any) []byte {
 // occasional large record does not pin its memory.
 const maxKeptBuf = 64 << 10
 
-// releaseBuf lets go of a line buffer grown beyond maxKeptBuf. It runs
+// releaseBuf lets go of a line or batch buffer grown beyond maxKeptBuf. It runs
 // with l.mu held.
 func (l *Log) releaseBuf() {
 	if l.buf.Cap() > maxKeptBuf {
 		l.buf = bytes.Buffer{}
+	}
+	if cap(l.batch) > maxKeptBuf {
+		l.batch = nil
 	}
 }
 

@@ -186,7 +186,7 @@ func (e *Engine) openAudit() {
 			}
 			return s
 		}
-		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact, HoldLock: auditHoldLock})
+		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
 		if err != nil {
 			e.log.Error("audit log unavailable", "err", err)
 			e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
@@ -297,12 +297,6 @@ func (m *redactMemo) redact(red *policies.Redactor, s string) string {
 	m.clean[strings.Clone(s)] = struct{}{}
 	return out
 }
-
-// auditHoldLock is how long the engine's audit log keeps its file lock
-// after an append takes it (audit.Options.HoldLock): calls made in a
-// burst append with one system call each, and another voltmcp process
-// waits at most this long for the log.
-const auditHoldLock = 10 * time.Millisecond
 
 // Bounds of the auditBacklog.
 const (

@@ -395,3 +395,25 @@ func BenchmarkCacheLoad(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cfg.Servers)), "ns/file")
 	})
 }
+
+// BenchmarkEncodeCallAnswer measures the encoding of a call's answer on
+// the lean path: written by hand (encodeLeanResult) and by encoding/json
+// (encodeLeanResultJSON, what the hand writing replaced).
+func BenchmarkEncodeCallAnswer(b *testing.B) {
+	d := CallResult{Server: "up", Tool: "echo", Status: "completed", Risk: RiskRead, Content: "hello, gateway",
+		Structured: json.RawMessage(`{"text":"hello, gateway"}`)}
+	r := GatewayResult{Data: d, Text: d.Content}
+	for _, c := range []struct {
+		name   string
+		encode func(GatewayResult, bool) ([]byte, error)
+	}{{"hand", encodeLeanResult}, {"json", encodeLeanResultJSON}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.encode(r, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

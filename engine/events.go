@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,6 +62,9 @@ type Event struct {
 type bus struct {
 	mu   sync.Mutex
 	subs map[*subscription]struct{}
+	// n is len(subs), read without mu: publishing to no one (serve's
+	// calls, mostly) takes no lock and reads no clock.
+	n atomic.Int32
 }
 
 type subscription struct {
@@ -69,6 +73,9 @@ type subscription struct {
 }
 
 func (b *bus) publish(ev Event) {
+	if b.n.Load() == 0 {
+		return // an event published as the first subscriber comes may miss it, as one just before would
+	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
@@ -85,9 +92,7 @@ func (b *bus) publish(ev Event) {
 
 // listening reports whether anyone subscribes.
 func (b *bus) listening() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.subs) > 0
+	return b.n.Load() > 0
 }
 
 func (b *bus) subscribe(buffer int) (*subscription, func()) {
@@ -100,6 +105,7 @@ func (b *bus) subscribe(buffer int) (*subscription, func()) {
 		b.subs = map[*subscription]struct{}{}
 	}
 	b.subs[s] = struct{}{}
+	b.n.Store(int32(len(b.subs)))
 	b.mu.Unlock()
 	var once sync.Once
 	return s, func() {
@@ -107,6 +113,7 @@ func (b *bus) subscribe(buffer int) (*subscription, func()) {
 			b.mu.Lock()
 			_, live := b.subs[s]
 			delete(b.subs, s)
+			b.n.Store(int32(len(b.subs)))
 			b.mu.Unlock()
 			if live { // closeAll closed it already when the engine closed
 				close(s.ch)
@@ -123,4 +130,5 @@ func (b *bus) closeAll() {
 		delete(b.subs, s)
 		close(s.ch)
 	}
+	b.n.Store(0)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -346,8 +347,22 @@ type leanTextWire struct {
 	Text string `json:"text"`
 }
 
-// encodeLeanResult encodes r as toolResult(r) encodes.
+// encodeLeanResult encodes r as toolResult(r) encodes. The result of a
+// call, the common case, is written by hand (appendCallAnswer), sparing
+// the call encoding/json's reflection on the answer's path; any other,
+// and a call whose structured content the hand writing leaves alone,
+// goes through encoding/json.
 func encodeLeanResult(r GatewayResult, complete bool) ([]byte, error) {
+	if d, ok := r.Data.(CallResult); ok {
+		if b, ok := appendCallAnswer(make([]byte, 0, 2*len(r.Text)+len(d.Content)+256), r, d, complete); ok {
+			return b, nil
+		}
+	}
+	return encodeLeanResultJSON(r, complete)
+}
+
+// encodeLeanResultJSON is encodeLeanResult with encoding/json.
+func encodeLeanResultJSON(r GatewayResult, complete bool) ([]byte, error) {
 	w := leanResultWire{Content: [1]leanTextWire{{Type: "text", Text: r.Text}}, StructuredContent: r.Data, IsError: r.IsError}
 	if complete {
 		w.ResultType = "complete"
@@ -377,4 +392,168 @@ func leanResponse(id jsonrpc.ID, result []byte, jerr *jsonrpc.Error) []byte {
 		b = append(b, result...)
 	}
 	return append(b, '}')
+}
+
+// appendCallAnswer appends the encoding of r, whose Data is d, byte for
+// byte as json.Marshal encodes its leanResultWire. It reports false,
+// having appended nothing, when d's structured content is not a
+// json.RawMessage that encoding/json would copy as it is (compactRaw):
+// encodeLeanResult then leaves the whole result to encoding/json.
+func appendCallAnswer(b []byte, r GatewayResult, d CallResult, complete bool) ([]byte, bool) {
+	var structured json.RawMessage
+	switch v := d.Structured.(type) {
+	case nil:
+	case json.RawMessage:
+		if !compactRaw(v) {
+			return b, false
+		}
+		structured = v
+	default:
+		return b, false
+	}
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = appendQuoted(b, r.Text)
+	b = append(b, `}],"structuredContent":{"server":`...)
+	b = appendQuoted(b, d.Server)
+	b = append(b, `,"tool":`...)
+	b = appendQuoted(b, d.Tool)
+	b = append(b, `,"status":`...)
+	b = appendQuoted(b, d.Status)
+	b = append(b, `,"risk":`...)
+	b = appendQuoted(b, string(d.Risk))
+	b = append(b, `,"content":`...)
+	b = appendQuoted(b, d.Content)
+	if structured != nil {
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, structured...)
+	}
+	if t := d.Truncation; t != nil {
+		b = append(b, `,"truncation":{"truncated":`...)
+		b = strconv.AppendBool(b, t.Truncated)
+		b = append(b, `,"returnedBytes":`...)
+		b = strconv.AppendInt(b, int64(t.ReturnedBytes), 10)
+		b = append(b, `,"totalBytes":`...)
+		b = strconv.AppendInt(b, int64(t.TotalBytes), 10)
+		b = append(b, `,"returnedLines":`...)
+		b = strconv.AppendInt(b, int64(t.ReturnedLines), 10)
+		b = append(b, `,"totalLines":`...)
+		b = strconv.AppendInt(b, int64(t.TotalLines), 10)
+		b = append(b, '}')
+	}
+	if c := d.Cache; c != nil {
+		b = append(b, `,"cache":{"id":`...)
+		b = appendQuoted(b, c.ID)
+		b = append(b, `,"read":`...)
+		b = appendQuoted(b, c.Read)
+		b = append(b, '}')
+	}
+	if len(d.Notes) > 0 {
+		b = append(b, `,"notes":[`...)
+		for i, n := range d.Notes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendQuoted(b, n)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, '}')
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if complete {
+		b = append(b, `,"resultType":"complete"`...)
+	}
+	return append(b, '}'), true
+}
+
+// compactRaw reports whether encoding/json copies raw unchanged when it
+// encodes it as a json.RawMessage: raw is valid JSON with no space
+// outside its strings (which it would remove) and, inside them, none of
+// <, > and &, U+2028 and U+2029 (which it would escape).
+func compactRaw(raw []byte) bool {
+	if len(raw) == 0 || !json.Valid(raw) {
+		return false
+	}
+	in := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if in {
+			switch c {
+			case '\\':
+				i++ // the escaped byte, or the u of \uXXXX
+			case '"':
+				in = false
+			case '<', '>', '&':
+				return false
+			case 0xE2:
+				if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
+					return false
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return true
+}
+
+// appendQuoted appends s as a JSON string, byte for byte as encoding/json
+// encodes a string with HTML escaping (json.Marshal's): <, > and & and
+// control characters as \u00XX (but \b, \f, \n, \r and \t), bytes that
+// are not UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
+func appendQuoted(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

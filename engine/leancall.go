@@ -42,11 +42,7 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 	if progress != "" {
 		meta = map[string]any{"progressToken": progress}
 	}
-	params, err := json.Marshal(struct {
-		Name      string         `json:"name"`
-		Arguments any            `json:"arguments"`
-		Meta      map[string]any `json:"_meta,omitempty"`
-	}{tool, args, meta})
+	params, err := encodeCallParams(tool, args, meta)
 	if err != nil {
 		then(readerYield(ctx), nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
 		return true
@@ -69,6 +65,23 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 		}
 	})
 	return true
+}
+
+// encodeCallParams encodes the params of a tools/call. Arguments given as
+// JSON that encoding/json would copy as they are (compactRaw), with no
+// _meta, the common case, are written by hand, to the same bytes.
+func encodeCallParams(tool string, args any, meta map[string]any) ([]byte, error) {
+	if raw, ok := args.(json.RawMessage); ok && meta == nil && compactRaw(raw) {
+		b := make([]byte, 0, len(raw)+len(tool)+32)
+		b = appendQuoted(append(b, `{"name":`...), tool)
+		b = append(append(append(b, `,"arguments":`...), raw...), '}')
+		return b, nil
+	}
+	return json.Marshal(struct {
+		Name      string         `json:"name"`
+		Arguments any            `json:"arguments"`
+		Meta      map[string]any `json:"_meta,omitempty"`
+	}{tool, args, meta})
 }
 
 // errNeedsSDK tells a lean call's caller to make the call again through

@@ -284,3 +284,83 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEncodeCallAnswer checks that a call's answer written by hand
+// (appendCallAnswer) is, byte for byte, what encoding/json writes, for
+// any text, names, notes and structured content; and that it is written
+// by hand whenever the structured content is compact JSON that needs no
+// escaping.
+func FuzzEncodeCallAnswer(f *testing.F) {
+	f.Add("hello, gateway", "up", "echo", []byte(`{"text":"hello, gateway"}`), "", false, false, false)
+	f.Add("<b>&\u2028 \x00 \xff é\t\"\\\b\f\r\u2029\n", "s\x7f", "t", []byte(nil), "note<>", true, true, true)
+	f.Add("z", "s", "t", []byte(`{"a": "<&>"}`), "", false, false, false)
+	f.Add("z", "s", "t", []byte(`{"a": 1}`), "", false, false, false)
+	f.Add("z", "s", "t", []byte(`{"a":"\t\" \\"}`), "", false, false, false)
+	f.Add("x", "", "", []byte(`[1,2.5e3,"\u2029",null,{"k":"\\u003c"}]`), "", true, false, true)
+	f.Add("", "s", "t", []byte(`not json`), "", false, true, false)
+	f.Add("y", "s", "t", []byte(nil), "a\nb", false, false, false)
+	f.Fuzz(func(t *testing.T, text, server, tool string, structured []byte, note string, truncated, isError, complete bool) {
+		d := CallResult{Server: server, Tool: tool, Status: "completed", Risk: Risk(tool), Content: text}
+		if structured != nil {
+			d.Structured = json.RawMessage(structured)
+		}
+		if note != "" {
+			d.Notes = []string{note, text}
+		}
+		if truncated {
+			d.Truncation = &Truncation{Truncated: true, ReturnedBytes: len(text), TotalBytes: 2 * len(text), ReturnedLines: 1, TotalLines: 7}
+			d.Cache = &CacheRef{ID: "mcpout_" + note, Read: server}
+		}
+		r := GatewayResult{Data: d, Text: text, IsError: isError}
+		got, ok := appendCallAnswer(nil, r, d, complete)
+		want, err := encodeLeanResultJSON(r, complete)
+		if !ok {
+			// Declined: right only if encoding/json would change the
+			// structured content (or fail on it).
+			if b, err := json.Marshal(json.RawMessage(structured)); structured != nil && err == nil && string(b) == string(structured) {
+				t.Fatalf("declined structured content that encoding/json copies as it is: %q", structured)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("written by hand, but encoding/json fails: %v", err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("by hand:\n%s\nencoding/json:\n%s", got, want)
+		}
+	})
+}
+
+// TestEncodeCallParams checks that a tools/call's params written by hand
+// are the bytes encoding/json writes, and that the arguments it would
+// change (spaces, HTML characters) or cannot encode take its way.
+func TestEncodeCallParams(t *testing.T) {
+	for _, c := range []struct {
+		tool string
+		args any
+		meta map[string]any
+	}{
+		{"echo", json.RawMessage(`{"text":"hello, gateway"}`), nil},
+		{"<t>&\u2028", json.RawMessage(`{"a":[1,null,{"b":"\u00e9\\u0041"}]}`), nil},
+		{"echo", json.RawMessage(`{ "a" : 1 }`), nil},
+		{"echo", json.RawMessage(`{"a":"<&>"}`), nil},
+		{"echo", json.RawMessage(`{"a":1}`), map[string]any{"progressToken": "p"}},
+		{"echo", map[string]any{"z": 1, "a": "<"}, nil},
+	} {
+		want, err := json.Marshal(struct {
+			Name      string         `json:"name"`
+			Arguments any            `json:"arguments"`
+			Meta      map[string]any `json:"_meta,omitempty"`
+		}{c.tool, c.args, c.meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeCallParams(c.tool, c.args, c.meta)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("encodeCallParams(%q, %v) = %s, %v; want %s", c.tool, c.args, got, err, want)
+		}
+	}
+	if _, err := encodeCallParams("t", json.RawMessage(`{"a":`), nil); err == nil {
+		t.Error("invalid arguments were encoded")
+	}
+}

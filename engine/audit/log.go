@@ -173,7 +173,9 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 // the file looked at for other processes' records, once. A rotation
 // between two of them splits the write in two. When a write fails, the
 // records of that write may or may not be in the file, and those after
-// it are not written; the error says how many of rs that is.
+// it are not written; the error says how many of rs that is. A record
+// that cannot be encoded is left out, the others chained as if it had
+// not been, and the error names its place in rs.
 func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -20,10 +20,19 @@ import (
 // headerTransport adds a server's configured headers and auth to every
 // request, resolving ${env:NAME} references at the moment the request is
 // sent, and records the status of the last POST (for the Streamable HTTP
-// to SSE fallback).
+// to SSE fallback). It is the one way to a server's origin: a request to
+// any other origin than origin (the configured URL's) is refused before
+// it is sent, whoever named its URL (a legacy SSE endpoint event, a
+// redirect, a token refresh), so no configured header or token leaves
+// that origin.
 type headerTransport struct {
-	base     http.RoundTripper
-	srv      cue.Server
+	base   http.RoundTripper
+	srv    cue.Server
+	origin origin // of the configured URL; the zero origin refuses every request
+	// refused is the first request refused for its origin, which
+	// connectHTTP reports in place of the SDK's error (that quotes the
+	// whole URL).
+	refused  atomic.Pointer[crossOriginError]
 	lookup   func(string) (string, bool)
 	scrub    *scrubber
 	lastPOST atomic.Int32
@@ -34,6 +43,14 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o, ok := originOf(req.URL); !ok || o != t.origin {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		err := &crossOriginError{server: t.srv.ID, to: o}
+		t.refused.CompareAndSwap(nil, err)
+		return nil, err
+	}
 	req = req.Clone(req.Context())
 	for name, raw := range t.srv.Headers {
 		v, err := cue.ExpandEnv(raw, t.lookup)
@@ -77,9 +94,16 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && req.Method == http.MethodPost {
 		t.lastPOST.Store(int32(resp.StatusCode))
 	}
-	if err == nil && t.maxMessage > 0 && resp.Body != nil {
+	if err == nil && resp.Body != nil {
 		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		resp.Body = &boundedBody{rc: resp.Body, max: t.maxMessage, events: ct == "text/event-stream", eol: true, trips: t.trips}
+		events := ct == "text/event-stream"
+		if t.maxMessage > 0 {
+			resp.Body = &boundedBody{rc: resp.Body, max: t.maxMessage, events: events, eol: true, trips: t.trips}
+		}
+		if events && req.Method == http.MethodGet {
+			// A legacy SSE stream: its first endpoint event is the only one.
+			resp.Body = newEndpointFilter(resp.Body)
+		}
 	}
 	return resp, err
 }
@@ -133,8 +157,10 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 func (b *boundedBody) Close() error { return b.rc.Close() }
 
 // httpClient returns the client for one HTTP server. It refuses redirects
-// to another origin: a configured header (an API key, say) must not
-// follow the request to a host the user did not name.
+// to another origin than the first request's: a configured header (an
+// API key, say) must not follow the request to a host the user did not
+// name. (headerTransport refuses such requests too; this names the
+// redirect.)
 func httpClient(rt http.RoundTripper) *http.Client {
 	return &http.Client{
 		Transport: rt,
@@ -142,8 +168,9 @@ func httpClient(rt http.RoundTripper) *http.Client {
 			if len(via) >= 5 {
 				return errors.New("stopped after 5 redirects")
 			}
-			if o := via[0].URL; req.URL.Scheme != o.Scheme || req.URL.Host != o.Host {
-				return fmt.Errorf("refused a redirect to another origin (%s://%s)", req.URL.Scheme, req.URL.Host)
+			if !sameOrigin(req.URL, via[0].URL) {
+				o, _ := originOf(req.URL)
+				return fmt.Errorf("refused a redirect to another origin (%s)", o)
 			}
 			return nil
 		},
@@ -183,24 +210,44 @@ func notSupported(status int32) bool {
 // connectHTTP connects to an HTTP server, falling back from Streamable
 // HTTP to SSE when the transport was not named and the server says it
 // does not speak Streamable HTTP. It returns the transport that worked.
-// oauth, when not nil, authorizes the Streamable HTTP requests.
+// oauth, when not nil, authorizes the Streamable HTTP requests. Every
+// request goes through ht, bound to the origin of endpoint.
 func connectHTTP(ctx context.Context, client *mcp.Client, srv cue.Server, endpoint string, ht *headerTransport, oauth auth.OAuthHandler, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, string, error) {
+	if u, err := url.Parse(endpoint); err == nil {
+		ht.origin, _ = originOf(u)
+	}
 	hc := httpClient(ht)
 	if srv.Transport == cue.TransportSSE && !srv.TransportAuto {
 		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
-		return cs, cue.TransportSSE, err
+		return cs, cue.TransportSSE, ht.refusal(err)
 	}
 	// The SDK's default retries resume a call's stream (GET with
 	// Last-Event-ID) when the server closes it mid-call.
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, OAuthHandler: oauth}, opts)
 	if err == nil || !srv.TransportAuto || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
-		return cs, cue.TransportStreamableHTTP, err
+		return cs, cue.TransportStreamableHTTP, ht.refusal(err)
 	}
 	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
 	if sseErr != nil {
+		if r := ht.refused.Load(); r != nil {
+			return nil, cue.TransportSSE, r
+		}
 		return nil, cue.TransportSSE, fmt.Errorf("streamable HTTP: %v; SSE fallback: %w", err, sseErr)
 	}
 	return cs, cue.TransportSSE, nil
+}
+
+// refusal returns, when a connection failed, the refusal of a request to
+// another origin if there was one: the reason, named without the URL's
+// path or query. Else it returns err.
+func (t *headerTransport) refusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	if r := t.refused.Load(); r != nil {
+		return r
+	}
+	return err
 }
 
 // defaultGrace is how long a stdio server gets to exit after stdin closes,

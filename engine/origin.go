@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// origin is the scheme, host and port of a URL: what a server's
+// configured headers and token are bound to. Two URLs are of one origin
+// when their origins are equal (==). The zero origin is of no URL.
+type origin struct {
+	scheme, host string
+	port         uint16
+}
+
+// originOf returns the origin of an http or https URL: the scheme and
+// host in lower case, an IP address in its canonical form, and the port
+// explicit. It reports false for any other URL, or one without a host or
+// with an unusable port.
+func originOf(u *url.URL) (origin, bool) {
+	if u == nil {
+		return origin{}, false
+	}
+	o := origin{scheme: strings.ToLower(u.Scheme), host: strings.ToLower(u.Hostname())}
+	switch o.scheme {
+	case "http":
+		o.port = 80
+	case "https":
+		o.port = 443
+	default:
+		return origin{}, false
+	}
+	if o.host == "" {
+		return origin{}, false
+	}
+	if a, err := netip.ParseAddr(o.host); err == nil {
+		o.host = a.String()
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return origin{}, false
+		}
+		o.port = uint16(n)
+	}
+	return o, true
+}
+
+// String writes the origin as scheme://host:port, with an IPv6 address
+// in brackets: never a user, path or query.
+func (o origin) String() string {
+	if o == (origin{}) {
+		return "(not an http or https url)"
+	}
+	host := o.host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return o.scheme + "://" + host + ":" + strconv.Itoa(int(o.port))
+}
+
+// sameOrigin reports whether two URLs are of one origin.
+func sameOrigin(a, b *url.URL) bool {
+	oa, ok := originOf(a)
+	if !ok {
+		return false
+	}
+	ob, ok := originOf(b)
+	return ok && oa == ob
+}
+
+// crossOriginError is the refusal of a request to another origin than a
+// server's configured URL: such a request is never sent, so no
+// configured header or token reaches a host the user did not name.
+type crossOriginError struct {
+	server string
+	to     origin
+}
+
+func (e *crossOriginError) Error() string {
+	return fmt.Sprintf("server %s: refused to send a request to %q, another origin than the configured url's (%s); nothing was sent there",
+		e.server, e.to.String(), "scheme, host and port must match")
+}
+
+// endpointFilter passes an event stream through, except each endpoint
+// event after the first: a legacy SSE server names the endpoint for its
+// POSTs once, at the start. The go-sdk reads only the first, and would
+// take a later one as a malformed message and end the session. Events
+// are read as the go-sdk reads them: lines end at LF, a blank line ends
+// an event, and "event:" names it. Each event is held until its end; the
+// boundedBody underneath bounds how long that can be.
+type endpointFilter struct {
+	r     *bufio.Reader
+	c     io.Closer
+	seen  bool   // an endpoint event was passed
+	event []byte // the lines of the event being read
+	named bool   // the event being read is an endpoint event
+	out   []byte // what Read has still to return
+	err   error  // the error of the body, once it ended
+}
+
+func newEndpointFilter(rc io.ReadCloser) *endpointFilter {
+	return &endpointFilter{r: bufio.NewReader(rc), c: rc}
+}
+
+func (f *endpointFilter) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		line, err := f.r.ReadSlice('\n')
+		f.event = append(f.event, line...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			f.err = err
+			f.endEvent()
+			break
+		}
+		// The whole line is in f.event now: look at it there.
+		start := bytes.LastIndexByte(f.event[:len(f.event)-1], '\n') + 1
+		text := bytes.TrimRight(f.event[start:], "\r\n")
+		if len(text) == 0 {
+			f.endEvent()
+			continue
+		}
+		if name, value, ok := bytes.Cut(text, []byte{':'}); ok && string(name) == "event" {
+			f.named = string(bytes.TrimSpace(value)) == "endpoint"
+		}
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	if len(f.out) == 0 && f.err != nil {
+		return n, f.err
+	}
+	return n, nil
+}
+
+// endEvent passes the event just read on, unless it is a later endpoint
+// event.
+func (f *endpointFilter) endEvent() {
+	if f.named && f.seen {
+		f.event = f.event[:0]
+	} else {
+		f.seen = f.seen || f.named
+		f.out = append(f.out[:0], f.event...)
+		f.event = f.event[:0]
+	}
+	f.named = false
+}
+
+func (f *endpointFilter) Close() error { return f.c.Close() }

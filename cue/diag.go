@@ -90,6 +90,7 @@ const (
 	CodeInsecureURL     Code = "insecure-url"
 	CodeFilterOverlap   Code = "filter-overlap"
 	CodeDisabledAbove   Code = "disabled-by-higher-layer"
+	CodeOAuthLoopback   Code = "oauth-insecure-loopback"
 	// CodePolicyError and CodePluginError are reported by vet, which
 	// loads the policies and plugins the config names.
 	CodePolicyError Code = "policy-error"

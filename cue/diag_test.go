@@ -106,6 +106,8 @@ var codeCases = []struct {
 		layer: LayerUser, line: 1, col: 24, path: "servers.x.url", in: "mcp.example.com"},
 	{code: CodeFilterOverlap, files: map[Layer]string{LayerUser: `{"servers":{"x":{"command":"x","includeTools":["read","delete_all"],"excludeTools":["delete_*"]}}}`},
 		layer: LayerUser, line: 1, col: 55, path: "servers.x.includeTools[1]", in: `"delete_*"`},
+	{code: CodeOAuthLoopback, files: map[Layer]string{LayerUser: `{"servers":{"x":{"url":"http://127.0.0.1:9/mcp","auth":{"type":"oauth","allowInsecureLoopback":true}}}}`},
+		layer: LayerUser, line: 1, col: 96, path: "servers.x.auth.allowInsecureLoopback", in: "plain http"},
 	{code: CodeDisabledAbove, files: map[Layer]string{
 		LayerUserShared: `{"mcpServers":{"x":{"command":"x"}}}`, LayerUser: `{"servers":{"x":{"enabled":false}}}`},
 		layer: LayerUser, line: 1, col: 28, path: "servers.x.enabled", in: "disabled"},

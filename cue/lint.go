@@ -20,6 +20,7 @@ func lintServer(ms *mergedServer, srv Server, d *diags) {
 		lintURL(n, u, srv, d)
 	}
 	lintFilters(n, d)
+	lintOAuthLoopback(n, d)
 	// A false enabled from another file than the definition's is a
 	// disable by a higher layer, which is easy to miss.
 	if en := n.get("enabled"); en != nil && en.kind == kindBool && !en.bool && en.src != nil &&
@@ -198,6 +199,20 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// lintOAuthLoopback flags an OAuth auth that allows plain http to
+// loopback addresses: right for local development and tests, wrong for a
+// server in real use, where a token would travel in clear text.
+func lintOAuthLoopback(n *node, d *diags) {
+	a := n.get("auth")
+	if a == nil || a.kind != kindObject {
+		return
+	}
+	if v := a.get("allowInsecureLoopback"); v != nil && v.kind == kindBool && v.bool {
+		d.add(SeverityWarning, CodeOAuthLoopback, v, "", "remove it unless the server and its authorization server run on this machine for development or tests",
+			"auth.allowInsecureLoopback lets the OAuth authorization use plain http to loopback addresses")
+	}
 }
 
 // lintFilters finds tools that includeTools lets in and excludeTools

@@ -246,6 +246,11 @@ type Auth struct {
 	ClientMetadataURL       string  `json:"clientMetadataUrl,omitempty"`
 	ResourceMetadataURL     string  `json:"resourceMetadataUrl,omitempty"`
 	TokenEndpointAuthMethod string  `json:"tokenEndpointAuthMethod,omitempty"`
+	// AllowInsecureLoopback lets OAuth discovery and the token requests
+	// use plain http, and connect, to loopback addresses (local
+	// development, the conformance suite). Zero: https only, and never a
+	// loopback, private or link-local address the server names.
+	AllowInsecureLoopback bool `json:"allowInsecureLoopback,omitempty"`
 }
 
 // Redacted returns a copy of the config fit to print: literal secrets in

@@ -101,7 +101,8 @@ func (s *supervisor) takeAuthFailure() error {
 type oauthHandler struct {
 	s            *supervisor
 	sdk          *auth.AuthorizationCodeHandler
-	client       *http.Client
+	client       *http.Client // through guard
+	guard        *oauthGuard
 	endpoint     string
 	resourceMeta string   // auth.resourceMetadataUrl, expanded
 	scopes       []string // auth.scope, split
@@ -162,7 +163,16 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	if n := s.e.Config().Settings.AuthTimeoutMs; n > 0 {
 		timeout = ms(n)
 	}
-	h := &oauthHandler{s: s, client: httpClient(s.e.httpBase), endpoint: endpoint, resourceMeta: resourceMeta,
+	policy := oauthPolicy{allowLoopback: a.AllowInsecureLoopback}
+	for _, own := range []string{endpoint, resourceMeta} {
+		if u, err := url.Parse(own); err == nil && own != "" {
+			if o, ok := originOf(u); ok {
+				policy.own = append(policy.own, o)
+			}
+		}
+	}
+	guard := newOAuthGuard(s.cfg.ID, policy, redirect, s.e.httpBase)
+	h := &oauthHandler{s: s, client: httpClient(guard), guard: guard, endpoint: endpoint, resourceMeta: resourceMeta,
 		scopes: strings.Fields(scope), authTimeout: timeout}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              redirect,
@@ -240,7 +250,7 @@ func (h *oauthHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, err
 // step-up) shows only as events.
 func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	s := h.s
-	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	challenges, perr := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	stepUp := resp.StatusCode == http.StatusForbidden
 	if stepUp && bearerParam(challenges, "error") != "insufficient_scope" {
 		// Not a scope problem: the SDK lets the request fail as answered.
@@ -282,11 +292,21 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 		// The configured metadata URL comes first; the SDK takes the first.
 		key := http.CanonicalHeaderKey("WWW-Authenticate")
 		resp.Header[key] = append([]string{fmt.Sprintf("Bearer resource_metadata=%q", h.resourceMeta)}, resp.Header[key]...)
+	} else if err := h.checkChallenge(challenges, perr); err != nil {
+		discard(resp)
+		err = s.scrub.err(fmt.Errorf("authorization failed: %w", err))
+		h.failed(connecting, err, authFailed)
+		return err
 	}
 	h.stepUp = stepUp
 	err = h.sdk.Authorize(actx, req, resp)
 	h.stepUp = false
 	if err != nil {
+		if r := h.guard.refusal(); r != nil {
+			// What the guard refused, named by field; the SDK's error
+			// would quote the URL, or lose the reason.
+			err = r
+		}
 		if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("no authorization after %s (authTimeoutMs): %w", h.authTimeout, err)
 		}
@@ -300,6 +320,25 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	s.e.bus.publish(Event{Type: EventAuthUpdate, Server: s.cfg.ID, AuthStatus: authAuthorized})
 	if connecting {
 		s.setStatus(StatusConnecting, "")
+	}
+	return nil
+}
+
+// checkChallenge refuses, before any request, a challenge the SDK would
+// follow to a URL the guard's policy refuses: its resource_metadata (the
+// first, which the SDK takes), or a header it cannot parse (the SDK's
+// error would quote it).
+func (h *oauthHandler) checkChallenge(challenges []oauthex.Challenge, parseErr error) error {
+	if parseErr != nil {
+		return fmt.Errorf("server %s: oauth: the WWW-Authenticate header of its 401 is malformed", h.s.cfg.ID)
+	}
+	for _, c := range challenges {
+		if u := c.Params["resource_metadata"]; u != "" {
+			if err := h.guard.policy.checkURL("resource_metadata (of WWW-Authenticate)", u); err != nil {
+				return h.guard.refuse(err)
+			}
+			return nil
+		}
 	}
 	return nil
 }
@@ -327,6 +366,17 @@ func (h *oauthHandler) failed(connecting bool, err error, status string) {
 // authURL, and reads the code, state and issuer the authorization server
 // redirected back with.
 func (h *oauthHandler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	// The user is sent there: it passes the checks of every URL a server
+	// names (the guard checked it in the metadata; the SDK's fallback
+	// derives it from the authorization server's URL).
+	au, err := url.Parse(args.URL)
+	if err != nil {
+		return nil, h.guard.refuse(errors.New("authorization_endpoint is not a URL"))
+	}
+	au.RawQuery = ""
+	if err := h.guard.policy.checkURL("authorization_endpoint", au.String()); err != nil {
+		return nil, h.guard.refuse(err)
+	}
 	callback, err := h.s.e.opts.Authorize(ctx, h.s.cfg.ID, args.URL)
 	if err != nil {
 		return nil, err

@@ -241,7 +241,7 @@ func headless(t *testing.T, calls *atomic.Int32) func(context.Context, string, s
 // to log.
 func oauthWorkspace(t *testing.T, u string, log *bytes.Buffer) Options {
 	opts := workspace(t, map[string]server{
-		"o": {"url": u, "transport": "streamable-http", "connectTimeoutMs": 5000, "auth": map[string]any{"type": "oauth"}},
+		"o": {"url": u, "transport": "streamable-http", "connectTimeoutMs": 5000, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, nil)
 	opts.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.AgentDir = filepath.Join(opts.Home, ".volt", "agent")
@@ -489,7 +489,7 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 func TestOAuthTimeouts(t *testing.T) {
 	f := newOAuthFixture(t, time.Hour)
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.mcpURL, "transport": "streamable-http", "connectTimeoutMs": 300, "auth": map[string]any{"type": "oauth"}},
+		"o": {"url": f.mcpURL, "transport": "streamable-http", "connectTimeoutMs": 300, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, map[string]any{"authTimeoutMs": 1000})
 	var calls atomic.Int32
 	slow := headless(t, &calls)
@@ -538,8 +538,8 @@ func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
 	opts := workspace(t, map[string]server{
 		"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{
 			"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}",
-			"resourceMetadataUrl": f.prmURL, "scope": "notes:read notes:write"}},
-		"plain": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth"}},
+			"resourceMetadataUrl": f.prmURL, "scope": "notes:read notes:write", "allowInsecureLoopback": true}},
+		"plain": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, nil)
 	host := opts.LookupEnv
 	opts.LookupEnv = func(k string) (string, bool) {
@@ -585,7 +585,7 @@ func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
 func TestOAuthRefusedAuthorizationIsAClearError(t *testing.T) {
 	f := newOAuthFixture(t, time.Hour)
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth"}},
+		"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, nil)
 	opts.Authorize = func(ctx context.Context, server, authURL string) (string, error) {
 		return "http://127.0.0.1:1/callback?error=access_denied&error_description=the+user+said+no", nil

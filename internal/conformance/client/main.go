@@ -54,15 +54,17 @@ type scenarioContext struct {
 // oauthConfig is the auth a user would configure for the scenario's
 // server: the pre-registered client when the suite gives one, else a
 // client ID metadata document with dynamic registration as the fallback.
+// The suite's servers are plain http on loopback, which the auth must
+// allow explicitly.
 func oauthConfig(sc scenarioContext) *cue.Auth {
 	if sc.ClientID != "" {
-		a := &cue.Auth{Type: "oauth", ClientID: sc.ClientID}
+		a := &cue.Auth{Type: "oauth", ClientID: sc.ClientID, AllowInsecureLoopback: true}
 		if sc.ClientSecret != "" {
 			a.ClientSecret = "${env:" + secretVar + "}"
 		}
 		return a
 	}
-	return &cue.Auth{Type: "oauth", ClientMetadataURL: clientMetadataURL}
+	return &cue.Auth{Type: "oauth", ClientMetadataURL: clientMetadataURL, AllowInsecureLoopback: true}
 }
 
 // authorize stands in for the user's browser: the suite's authorization

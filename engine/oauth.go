@@ -288,6 +288,8 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	}
 	actx, cancel := context.WithTimeout(ctx, h.authTimeout)
 	defer cancel()
+	h.guard.reset()
+	defer h.guard.reset()
 	if h.resourceMeta != "" {
 		// The configured metadata URL comes first; the SDK takes the first.
 		key := http.CanonicalHeaderKey("WWW-Authenticate")

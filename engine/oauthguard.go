@@ -293,6 +293,10 @@ func (g *oauthGuard) refusal() error {
 	return nil
 }
 
+// reset forgets the last refusal: Authorize calls it as each
+// authorization begins and ends.
+func (g *oauthGuard) reset() { g.refused.Store(nil) }
+
 // answerError is a refused answer: the request was sent, what came back
 // is not used.
 func (g *oauthGuard) answerError(err error) error {
@@ -301,7 +305,17 @@ func (g *oauthGuard) answerError(err error) error {
 	return err
 }
 
+// RoundTrip refuses every request after a refusal, until reset: the
+// SDK would go on to its fallbacks (the next metadata URL, the server's
+// origin as the authorization server), and an authorization that met a
+// refused URL ends there.
 func (g *oauthGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := g.refusal(); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
 	if err := g.policy.checkURL("the URL", req.URL.String()); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()

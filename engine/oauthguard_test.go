@@ -34,9 +34,9 @@ type hostileAuth struct {
 // hostileShape says how the servers answer; nil fields keep the
 // well-behaved answer.
 type hostileShape struct {
-	challenge func(rs string) string                 // the 401's WWW-Authenticate
-	prm       func(rs, as string) map[string]any     // the protected resource metadata
-	asMeta    func(as string, m map[string]any)      // edits the authorization server metadata
+	challenge func(rs string) string             // the 401's WWW-Authenticate
+	prm       func(rs, as string) map[string]any // the protected resource metadata
+	asMeta    func(as string, m map[string]any)  // edits the authorization server metadata
 	register  func(w http.ResponseWriter, redirect []string)
 	token     func(w http.ResponseWriter)
 }

@@ -119,20 +119,27 @@ func (f *endpointFilter) Read(p []byte) (int, error) {
 		if err == bufio.ErrBufferFull {
 			continue
 		}
+		// The whole line is in f.event now (at the end of the body, one
+		// without its LF): look at it there.
+		var text []byte
+		if n := len(f.event); n > 0 {
+			end := n
+			if f.event[n-1] == '\n' {
+				end--
+			}
+			start := bytes.LastIndexByte(f.event[:end], '\n') + 1
+			text = bytes.TrimRight(f.event[start:], "\r\n")
+		}
+		if name, value, ok := bytes.Cut(text, []byte{':'}); ok && string(name) == "event" {
+			f.named = string(bytes.TrimSpace(value)) == "endpoint"
+		}
 		if err != nil {
 			f.err = err
 			f.endEvent()
 			break
 		}
-		// The whole line is in f.event now: look at it there.
-		start := bytes.LastIndexByte(f.event[:len(f.event)-1], '\n') + 1
-		text := bytes.TrimRight(f.event[start:], "\r\n")
 		if len(text) == 0 {
 			f.endEvent()
-			continue
-		}
-		if name, value, ok := bytes.Cut(text, []byte{':'}); ok && string(name) == "event" {
-			f.named = string(bytes.TrimSpace(value)) == "endpoint"
 		}
 	}
 	n := copy(p, f.out)

@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,3 +203,167 @@ func (w *injectEvents) Write(p []byte) (int, error) {
 }
 
 func (w *injectEvents) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+// FuzzOriginChecks fuzzes the same-origin check a server's requests pass
+// (an SSE endpoint resolved against the configured URL, as the go-sdk
+// resolves it) and the check of each URL an OAuth server names.
+func FuzzOriginChecks(f *testing.F) {
+	for _, s := range [][2]string{
+		{"http://127.0.0.1:8080/sse", "/messages?sessionid=1"},
+		{"http://127.0.0.1:8080/sse", "//127.0.0.1:9090/messages"},
+		{"http://127.0.0.1:8080/sse", "http://127.0.0.1:8080@evil.example/x"},
+		{"https://Mcp.Example.com/sse", "https://mcp.example.com:443/m?x=1"},
+		{"http://[::1]:80/sse", "http://[0:0:0:0:0:0:0:1]/m"},
+		{"http://127.0.0.1/sse", "HTTP://127.0.0.1:0080/m"},
+		{"https://169.254.169.254/", "https://[::ffff:a9fe:a9fe]/latest?token=s3cret"},
+		{"http://localhost:3000/mcp", "http://user:pw@localhost:3000/x#frag"},
+		{"https://a.example/", "javascript:alert(1)"},
+		{"https://a.example/", "https://10.0.0.1./x"},
+	} {
+		f.Add(s[0], s[1], false)
+		f.Add(s[0], s[1], true)
+	}
+	f.Fuzz(func(t *testing.T, base, endpoint string, allowLoopback bool) {
+		b, err := url.Parse(base)
+		if err != nil {
+			return
+		}
+		u, err := b.Parse(endpoint)
+		if err != nil {
+			return
+		}
+		ob, okB := originOf(b)
+		ou, okU := originOf(u)
+		for _, o := range []origin{ob, ou} {
+			s := o.String()
+			if i := strings.Index(s, "://"); o != (origin{}) && (i < 0 || strings.ContainsAny(s[i+3:], "/?#@")) {
+				t.Fatalf("origin %q shows more than scheme, host and port", s)
+			}
+		}
+		if okB && okU && ob == ou {
+			// Same origin: Go dials the same host and port, over the same scheme.
+			if !strings.EqualFold(b.Scheme, u.Scheme) || dialKey(b) != dialKey(u) {
+				t.Fatalf("%q and %q are one origin, but dial %s and %s", base, u, dialKey(b), dialKey(u))
+			}
+		}
+		msg := (&crossOriginError{server: "s", to: ou}).Error()
+		if q := u.RawQuery; len(q) >= 8 && strings.Contains(msg, q) && !strings.Contains(ou.String(), q) {
+			t.Fatalf("refusal %q shows the query", msg)
+		}
+
+		p := oauthPolicy{allowLoopback: allowLoopback}
+		err = p.checkURL("field", endpoint)
+		if err == nil {
+			v, perr := url.Parse(endpoint)
+			if perr != nil || v.User != nil {
+				t.Fatalf("%q passed: unparsable or with a user", endpoint)
+			}
+			host := strings.ToLower(v.Hostname())
+			loop := isLoopbackName(host)
+			a, aerr := netip.ParseAddr(host)
+			if aerr == nil {
+				a = a.Unmap()
+				loop = a.IsLoopback()
+				if a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() && !allowLoopback {
+					t.Fatalf("%q passed, to a refused address", endpoint)
+				}
+			}
+			switch strings.ToLower(v.Scheme) {
+			case "https":
+				if loop && !allowLoopback {
+					t.Fatalf("%q passed: loopback without the setting", endpoint)
+				}
+			case "http":
+				if !allowLoopback || !loop {
+					t.Fatalf("%q passed: plain http", endpoint)
+				}
+			default:
+				t.Fatalf("%q passed: scheme %q", endpoint, v.Scheme)
+			}
+		} else if v, perr := url.Parse(endpoint); perr == nil {
+			for _, secret := range []string{v.RawQuery, v.User.String(), v.Fragment} {
+				if len(secret) >= 8 && strings.Contains(err.Error(), secret) && !strings.Contains("field is not an https URL", secret) {
+					if o, ok := originOf(v); !ok || !strings.Contains(o.String(), secret) {
+						t.Fatalf("refusal %q shows %q", err, secret)
+					}
+				}
+			}
+		}
+	})
+}
+
+// dialKey is the host and port Go's http.Transport dials for u.
+func dialKey(u *url.URL) string {
+	host := strings.ToLower(u.Hostname())
+	if a, err := netip.ParseAddr(host); err == nil {
+		host = a.String()
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		port = strconv.Itoa(n)
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// FuzzEndpointFilter: the filter drops whole events only, and only
+// endpoint events after the first one.
+func FuzzEndpointFilter(f *testing.F) {
+	f.Add("event: endpoint\ndata: /m?s=1\n\nevent: message\ndata: {}\n\nevent: endpoint\ndata: http://evil/\n\n")
+	f.Add("data: x\nevent: endpoint\n\n: comment\n\nevent:endpoint\r\ndata: y\r\n\r\n")
+	f.Add("event: endpoint\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := io.ReadAll(newEndpointFilter(io.NopCloser(strings.NewReader(in))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, endpoints := "", 0
+		for _, ev := range splitEvents(in) {
+			if eventName(ev) == "endpoint" {
+				if endpoints++; endpoints > 1 {
+					continue
+				}
+			}
+			want += ev
+		}
+		if string(out) != want {
+			t.Fatalf("filtered %q to %q, want %q", in, out, want)
+		}
+	})
+}
+
+// splitEvents splits a stream after each blank line (LF-terminated
+// lines, as the go-sdk reads them).
+func splitEvents(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			break
+		}
+		line := s[i : i+j]
+		i += j + 1
+		if strings.TrimRight(line, "\r") == "" {
+			out = append(out, s[start:i])
+			start = i
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// eventName is the name the go-sdk gives an event: its last event field.
+func eventName(ev string) string {
+	name := ""
+	for _, line := range strings.Split(ev, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), ":"); ok && k == "event" {
+			name = strings.TrimSpace(v)
+		}
+	}
+	return name
+}

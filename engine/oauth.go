@@ -252,7 +252,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	s := h.s
 	challenges, perr := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	stepUp := resp.StatusCode == http.StatusForbidden
-	if stepUp && bearerParam(challenges, "error") != "insufficient_scope" {
+	if stepUp && perr == nil && bearerParam(challenges, "error") != "insufficient_scope" {
 		// Not a scope problem: the SDK lets the request fail as answered.
 		return h.sdk.Authorize(ctx, req, resp)
 	}
@@ -290,15 +290,16 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	defer cancel()
 	h.guard.reset()
 	defer h.guard.reset()
-	if h.resourceMeta != "" {
-		// The configured metadata URL comes first; the SDK takes the first.
-		key := http.CanonicalHeaderKey("WWW-Authenticate")
-		resp.Header[key] = append([]string{fmt.Sprintf("Bearer resource_metadata=%q", h.resourceMeta)}, resp.Header[key]...)
-	} else if err := h.checkChallenge(challenges, perr); err != nil {
+	if err := h.checkChallenge(challenges, perr); err != nil {
 		discard(resp)
 		err = s.scrub.err(fmt.Errorf("authorization failed: %w", err))
 		h.failed(connecting, err, authFailed)
 		return err
+	}
+	if h.resourceMeta != "" {
+		// The configured metadata URL comes first; the SDK takes the first.
+		key := http.CanonicalHeaderKey("WWW-Authenticate")
+		resp.Header[key] = append([]string{fmt.Sprintf("Bearer resource_metadata=%q", h.resourceMeta)}, resp.Header[key]...)
 	}
 	h.stepUp = stepUp
 	err = h.sdk.Authorize(actx, req, resp)
@@ -328,11 +329,14 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 
 // checkChallenge refuses, before any request, a challenge the SDK would
 // follow to a URL the guard's policy refuses: its resource_metadata (the
-// first, which the SDK takes), or a header it cannot parse (the SDK's
-// error would quote it).
+// first, which the SDK takes, unless resourceMetadataUrl is configured),
+// or a header it cannot parse (the SDK's error would quote it).
 func (h *oauthHandler) checkChallenge(challenges []oauthex.Challenge, parseErr error) error {
 	if parseErr != nil {
-		return fmt.Errorf("server %s: oauth: the WWW-Authenticate header of its 401 is malformed", h.s.cfg.ID)
+		return h.guard.refuse(errors.New("the WWW-Authenticate header of its answer is malformed"))
+	}
+	if h.resourceMeta != "" {
+		return nil
 	}
 	for _, c := range challenges {
 		if u := c.Params["resource_metadata"]; u != "" {

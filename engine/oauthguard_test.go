@@ -178,6 +178,9 @@ func TestOAuthRefusesURLsTheServerNames(t *testing.T) {
 		{"resource_metadata with a user", loopbackOK,
 			hostileShape{challenge: func(string) string { return `Bearer resource_metadata="https://` + oauthCanary + `@example.com/m"` }},
 			`holds a user name or password`},
+		{"malformed challenge", loopbackOK,
+			hostileShape{challenge: func(string) string { return `Bearer realm="a" ` + oauthCanary }},
+			`the WWW-Authenticate header of its answer is malformed`},
 		{"authorization server plain http elsewhere", loopbackOK,
 			hostileShape{prm: func(rs, as string) map[string]any {
 				return map[string]any{"resource": rs + "/mcp", "authorization_servers": []string{"http://192.168.1.20:8080"}}

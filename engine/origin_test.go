@@ -135,6 +135,32 @@ func TestSSEEndpointOfAnotherOriginIsRefused(t *testing.T) {
 	}
 }
 
+// TestRedirectToAnotherOriginCarriesNoHeader: a Streamable HTTP or SSE
+// server that redirects to another origin gets the request refused; the
+// configured header never reaches the other origin.
+func TestRedirectToAnotherOriginCarriesNoHeader(t *testing.T) {
+	foreign := newForeignListener(t)
+	ts, u := serveLoopback(t)
+	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, foreign.url+"/mcp?k=v", http.StatusTemporaryRedirect)
+	})
+	ts.Start()
+	e := start(t, canaryOptions(t, map[string]server{
+		"streamable": {"url": u + "/mcp", "transport": "streamable-http", "headers": map[string]string{"Authorization": "Bearer ${env:CANARY}"}},
+		"sse":        {"url": u + "/sse", "transport": "sse", "auth": map[string]any{"type": "env", "variable": "CANARY"}},
+	}))
+	ctx := ctxT(t, 30*time.Second)
+	for _, id := range []string{"streamable", "sse"} {
+		err := e.Connect(ctx, id)
+		if err == nil || !strings.Contains(err.Error(), "another origin") {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	if n := foreign.requests.Load(); n != 0 || foreign.canary.Load() {
+		t.Errorf("the foreign listener got %d requests (canary: %v)", n, foreign.canary.Load())
+	}
+}
+
 // TestSSELaterEndpointEventIsIgnored: an endpoint event after the first
 // neither moves the POSTs nor ends the session.
 func TestSSELaterEndpointEventIsIgnored(t *testing.T) {

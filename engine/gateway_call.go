@@ -66,7 +66,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 	}
 	// A call may list a server never listed before: the call path
 	// refreshes missing or stale metadata.
-	t, ti, bad := e.findTool(ctx, s, in.Tool, true)
+	t, ti, l, bad := e.findTool(ctx, s, in.Tool, true)
 	if bad != nil {
 		then(here, *bad)
 		return
@@ -87,6 +87,22 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 			return rec
 		})
 	}
+	if d.Allowed && !l.connected {
+		// The call connects, and connecting lists the tools again: what
+		// that listing finds (a pin change held for approval) decides,
+		// not the cache an earlier run wrote. So connect, then decide
+		// again, before anything is sent. A refused call starts nothing.
+		if _, err := s.ensure(ctx); err != nil {
+			record("error", "", "", false)
+			then(here, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err))
+			return
+		}
+		if t, ti, l, bad = e.findTool(ctx, s, in.Tool, false); bad != nil {
+			then(here, *bad)
+			return
+		}
+		d = e.decide(ti)
+	}
 	if !d.Allowed {
 		record("denied", "", "", false)
 		what := "refused"
@@ -96,7 +112,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		then(here, gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; ")))
 		return
 	}
-	e.callToolThen(ctx, s.cfg.ID, t.Name, args, func(yield func(), res *mcp.CallToolResult, err error) {
+	e.callToolThen(ctx, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
 		if err != nil {
 			record("error", "", "", false)
 			then(yield, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err))

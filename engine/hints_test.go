@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,36 +194,63 @@ func TestHintDowngradeIsHeld(t *testing.T) {
 
 // TestHeldChangeHoldsTheCallThatFindsIt: after a restart, the first call
 // to a tool whose metadata escalated since the last run is held, not
-// sent: the listing that the call's connection makes decides it.
+// sent: the listing that the call's connection makes decides it. Called
+// as the CLI calls (Gateway) and through the SDK's server (Streamable
+// HTTP on loopback); cmd/voltmcp tests the lean path of a serve process.
 func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
-	srv, write := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
-	opts := workspace(t, map[string]server{"db": srv}, nil)
-	opts.PolicyDirs = []string{writePolicy(t, "team.rego", denyDestructive)}
-	call := GatewayInput{Action: "call", Server: "db", Tool: "records", Arguments: map[string]any{}}
+	for _, path := range []string{"gateway", "http"} {
+		t.Run(path, func(t *testing.T) {
+			srv, write := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
+			opts := workspace(t, map[string]server{"db": srv}, nil)
+			opts.PolicyDirs = []string{writePolicy(t, "team.rego", denyDestructive)}
+			in := GatewayInput{Action: "call", Server: "db", Tool: "records", Arguments: map[string]any{}}
+			call := func(e *Engine) (bool, string) {
+				if path == "gateway" {
+					r := gw(t, e, in)
+					return r.IsError, r.Text
+				}
+				hs := httptest.NewServer(e.HTTPHandler())
+				defer hs.Close()
+				ctx := ctxT(t, 30*time.Second)
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
+					"action": "call", "server": "db", "tool": "records", "arguments": map[string]any{}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.IsError, renderContent(res.Content)
+			}
 
-	e := start(t, opts)
-	if r := gw(t, e, call); r.IsError {
-		t.Fatalf("first run: %s", r.Text)
-	}
-	e.Close()
+			e := start(t, opts)
+			if isErr, text := call(e); isErr {
+				t.Fatalf("first run: %s", text)
+			}
+			e.Close()
 
-	// Between runs the server starts claiming the tool destroys: the
-	// cache the first run wrote is fresh, and shows the old version.
-	write(map[string]string{"records": `{"destructiveHint":true}`})
-	since := time.Now()
-	e = start(t, opts)
-	r := gw(t, e, call)
-	if !r.IsError || !strings.Contains(r.Text, "held for approval") {
-		t.Errorf("first call after the change: %s", r.Text)
-	}
-	e.Close()
-	for _, rec := range auditRecords(t, opts, audit.Query{Server: "db", Since: since}) {
-		if rec.Kind == audit.KindCall && rec.Status != "denied" {
-			t.Errorf("a call was %s after the change was found: %+v", rec.Status, rec)
-		}
-	}
-	if recs := auditRecords(t, opts, audit.Query{Kind: audit.KindPinChange, Server: "db", Since: since}); len(recs) != 1 || recs[0].Status != "held" {
-		t.Errorf("pin change records: %+v", recs)
+			// Between runs the server starts claiming the tool destroys:
+			// the cache the first run wrote is fresh, and shows the old
+			// version.
+			write(map[string]string{"records": `{"destructiveHint":true}`})
+			since := time.Now()
+			e = start(t, opts)
+			if isErr, text := call(e); !isErr || !strings.Contains(text, "held for approval") {
+				t.Errorf("first call after the change: %s", text)
+			}
+			e.Close()
+			for _, rec := range auditRecords(t, opts, audit.Query{Server: "db", Since: since}) {
+				if rec.Kind == audit.KindCall && rec.Status != "denied" {
+					t.Errorf("a call was %s after the change was found: %+v", rec.Status, rec)
+				}
+			}
+			if recs := auditRecords(t, opts, audit.Query{Kind: audit.KindPinChange, Server: "db", Since: since}); len(recs) != 1 || recs[0].Status != "held" {
+				t.Errorf("pin change records: %+v", recs)
+			}
+		})
 	}
 }
 

@@ -659,7 +659,9 @@ func (s *supervisor) refreshAsync(why string) {
 // seen changing by one refresh).
 func (s *supervisor) refresh(ctx context.Context) error {
 	s.mu.Lock()
-	connected := s.session != nil
+	// A session still connecting is not connected yet: its discovery
+	// lists what this refresh would.
+	connected := s.session != nil && s.connecting == nil
 	s.mu.Unlock()
 	cs, err := s.ensure(ctx)
 	if err != nil {

@@ -198,16 +198,39 @@ func TestHintDowngradeIsHeld(t *testing.T) {
 // as the CLI calls (Gateway) and through the SDK's server (Streamable
 // HTTP on loopback); cmd/voltmcp tests the lean path of a serve process.
 func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
-	for _, path := range []string{"gateway", "http"} {
+	for _, path := range []string{"gateway", "http", "parallel"} {
 		t.Run(path, func(t *testing.T) {
 			srv, write := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
 			opts := workspace(t, map[string]server{"db": srv}, nil)
 			opts.PolicyDirs = []string{writePolicy(t, "team.rego", denyDestructive)}
 			in := GatewayInput{Action: "call", Server: "db", Tool: "records", Arguments: map[string]any{}}
 			call := func(e *Engine) (bool, string) {
-				if path == "gateway" {
+				switch path {
+				case "gateway":
 					r := gw(t, e, in)
 					return r.IsError, r.Text
+				case "parallel":
+					// Calls that arrive while the first one's connection
+					// is discovering wait for what it lists.
+					const calls = 16
+					results := make(chan GatewayResult, calls)
+					for range calls {
+						go func() { results <- e.Gateway(ctxT(t, 60*time.Second), in) }()
+					}
+					// Each is held, or each is answered: none fails
+					// another way.
+					var texts []string
+					held, ok := true, true
+					for range calls {
+						r := <-results
+						held = held && r.IsError && strings.Contains(r.Text, "held for approval")
+						ok = ok && !r.IsError
+						texts = append(texts, r.Text)
+					}
+					if !held && !ok {
+						t.Errorf("parallel calls: %s", strings.Join(texts, "\n"))
+					}
+					return held, texts[0]
 				}
 				hs := httptest.NewServer(e.HTTPHandler())
 				defer hs.Close()

@@ -150,6 +150,15 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 					"a project cannot add plugins to the gateway; this setting is ignored")
 				s.del("plugins")
 			}
+			if list := ld.doc.get("servers"); list != nil && list.kind == kindObject {
+				for _, f := range list.fields {
+					if f.value.kind == kindObject && f.value.get("trustToolHints") != nil {
+						d.addAt(SeverityWarning, CodeProjectSetting, f.value, "trustToolHints", "set it on the server in a user layer",
+							"a project cannot make voltmcp trust its servers' tool hints; this field is ignored")
+						f.value.del("trustToolHints")
+					}
+				}
+			}
 		}
 	}
 	if len(project) > 0 {

@@ -175,6 +175,12 @@ type Server struct {
 	IdleTimeoutMs      int64 `json:"idleTimeoutMs"`
 	MetadataRefreshMs  int64 `json:"metadataRefreshMs"`
 
+	// TrustToolHints is true when a user layer trusts the server's
+	// annotations (readOnlyHint, destructiveHint) to lower the risk of
+	// its tools; a project layer's value is dropped. Unset, a hint can
+	// only raise a tool's risk.
+	TrustToolHints bool `json:"trustToolHints,omitempty"`
+
 	Command      string            `json:"command,omitempty"`
 	Args         []string          `json:"args,omitempty"`
 	Cwd          string            `json:"cwd,omitempty"`

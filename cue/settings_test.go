@@ -1,6 +1,7 @@
 package cue
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 )
@@ -47,5 +48,33 @@ func TestPluginsComeFromUserLayers(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no project-setting-ignored warning for project plugins: %v", res.Diagnostics)
+	}
+}
+
+// TestTrustToolHintsComesFromUserLayers: a user layer may trust a
+// server's tool hints; a project layer cannot, neither for its own server
+// nor for a user's, and is told so.
+func TestTrustToolHintsComesFromUserLayers(t *testing.T) {
+	files := map[Layer]string{
+		LayerUser: `{"version":1,"servers":{"u":{"command":"u","trustToolHints":true},"v":{"command":"v"}}}`,
+		LayerProject: `{"version":1,"servers":{"p":{"command":"p","trustToolHints":true},"v":{"trustToolHints":true},` +
+			`"u":{"trustToolHints":false}}}`,
+	}
+	loc := layers(t, files)
+	res, err := Load(context.Background(), loc, &Options{Schema: testSchema(), Approve: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mustServer(t, res, "u").TrustToolHints {
+		t.Error("the user layer's trustToolHints was not kept (or a project turned it off)")
+	}
+	if mustServer(t, res, "p").TrustToolHints || mustServer(t, res, "v").TrustToolHints {
+		t.Error("a project layer made voltmcp trust a server's tool hints")
+	}
+	if got := find(res, CodeProjectSetting); len(got) != 3 {
+		t.Errorf("%d project-setting-ignored findings, want 3:%s", len(got), dump(res.Diagnostics))
+	}
+	for _, d := range find(res, CodeCrossScopeField) {
+		t.Errorf("unexpected cross-scope finding: %+v", d)
 	}
 }

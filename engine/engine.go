@@ -453,15 +453,16 @@ func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*
 		err error
 	}
 	a := await(ctx, func(ctx context.Context, then func(func(), answer)) {
-		e.callToolThen(ctx, server, tool, args, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
+		e.callToolThen(ctx, server, tool, args, anyListing, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
 	})
 	return a.res, a.err
 }
 
 // callToolThen is callTool that hands its result to then, once: on
 // this goroutine, or on the server's connection's reader when the call
-// takes the lean path (see supervisor.call).
-func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, then func(yield func(), res *mcp.CallToolResult, err error)) {
+// takes the lean path (see supervisor.call). decided is the listing the
+// call was decided on, or anyListing.
+func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s, err := e.supervisor(server)
 	if err != nil {
 		then(readerYield(ctx), nil, err)
@@ -470,7 +471,7 @@ func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any
 	callID := newCallID()
 	e.bus.publish(Event{Type: EventCallStart, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: "started"})
 	start := time.Now()
-	s.call(ctx, callID, tool, args, func(yield func(), res *mcp.CallToolResult, err error) {
+	s.call(ctx, callID, tool, args, decided, func(yield func(), res *mcp.CallToolResult, err error) {
 		status := "completed"
 		switch {
 		case errors.Is(err, context.Canceled):

@@ -400,27 +400,25 @@ func (e *Engine) decide(in ToolInput) ToolDecision {
 }
 
 // findTool looks a tool up in a server's metadata, listing the server
-// first when nothing is cached, and returns it with what decisions about
-// it are made from. The error result names the closest tools.
-func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refresh bool) (Tool, ToolInput, *GatewayResult) {
+// first when refresh is set and the metadata is missing or stale, and
+// returns it with what decisions about it are made from and the listing
+// it was found in. The error result names the closest tools.
+func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refresh bool) (Tool, ToolInput, listing, *GatewayResult) {
 	if strings.TrimSpace(name) == "" {
 		r := gwError("missing tool: find one with {\"action\":\"search\",\"query\":...}")
-		return Tool{}, ToolInput{}, &r
+		return Tool{}, ToolInput{}, listing{}, &r
 	}
-	var m *Metadata
-	var err error
-	if refresh {
-		m, err = e.FreshMetadata(ctx, s.cfg.ID)
-	} else {
-		m, err = e.Metadata(s.cfg.ID)
+	if refresh && s.stale() {
+		if err := s.refresh(ctx); err != nil {
+			r := gwError("server %s: %v", s.cfg.ID, err)
+			return Tool{}, ToolInput{}, listing{}, &r
+		}
 	}
-	if err != nil {
-		r := gwError("server %s: %v", s.cfg.ID, err)
-		return Tool{}, ToolInput{}, &r
-	}
+	l := s.currentListing()
+	m := l.meta
 	if m == nil {
 		r := gwError("server %s has not been listed yet: connect it first ({\"action\":\"connect\",\"server\":%q})", s.cfg.ID, s.cfg.ID)
-		return Tool{}, ToolInput{}, &r
+		return Tool{}, ToolInput{}, l, &r
 	}
 	var names []string
 	for _, t := range m.Tools {
@@ -428,9 +426,9 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 			ti := e.toolInput(s, t)
 			if d := e.decide(ti); !d.Exposed {
 				r := gwError("tool %s of server %s is not available: %s", name, s.cfg.ID, strings.Join(d.Reasons, "; "))
-				return Tool{}, ToolInput{}, &r
+				return Tool{}, ToolInput{}, l, &r
 			}
-			return t, ti, nil
+			return t, ti, l, nil
 		}
 		names = append(names, t.Name)
 	}
@@ -439,7 +437,7 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 		msg += "; closest: " + strings.Join(near, ", ")
 	}
 	r := gwError("%s", msg)
-	return Tool{}, ToolInput{}, &r
+	return Tool{}, ToolInput{}, l, &r
 }
 
 // closestN returns up to n names close to s, nearest first.
@@ -482,7 +480,7 @@ func (e *Engine) gwDescribe(ctx context.Context, in GatewayInput) GatewayResult 
 	if bad != nil {
 		return *bad
 	}
-	t, _, bad := e.findTool(ctx, s, in.Tool, false)
+	t, _, _, bad := e.findTool(ctx, s, in.Tool, false)
 	if bad != nil {
 		return *bad
 	}

@@ -64,14 +64,11 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		then(here, gwError("%v", err))
 		return
 	}
-	// A call may list a server never listed before: the call path
-	// refreshes missing or stale metadata.
-	t, ti, bad := e.findTool(ctx, s, in.Tool, true)
+	t, ti, l, d, connErr, bad := e.decideCall(ctx, s, in.Tool)
 	if bad != nil {
 		then(here, *bad)
 		return
 	}
-	d := e.decide(ti)
 	// The call's audit detail is the same for every call of this tool
 	// under this guard (its redaction) and supervisor (its server's
 	// definition).
@@ -87,6 +84,11 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 			return rec
 		})
 	}
+	if connErr != nil {
+		record("error", "", "", false)
+		then(here, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, connErr))
+		return
+	}
 	if !d.Allowed {
 		record("denied", "", "", false)
 		what := "refused"
@@ -96,7 +98,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		then(here, gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; ")))
 		return
 	}
-	e.callToolThen(ctx, s.cfg.ID, t.Name, args, func(yield func(), res *mcp.CallToolResult, err error) {
+	e.callToolThen(ctx, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
 		if err != nil {
 			record("error", "", "", false)
 			then(yield, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err))
@@ -134,6 +136,31 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		record(out.Status, text, cacheID, out.Truncation != nil)
 		then(yield, GatewayResult{Data: out, Text: callText(out), IsError: res.IsError})
 	})
+}
+
+// decideCall finds a tool for a call and decides it. A call may list a
+// server never listed before: missing or stale metadata is listed again.
+// A call allowed on metadata of a server that is not connected connects
+// first, since connecting lists the tools again and what that listing
+// finds (a pin change held for approval) must decide, not the cache an
+// earlier run wrote; the tool is then found and decided again, before
+// anything is sent. A refused call starts nothing. connErr is why
+// connecting failed; the decision returned is then the first one.
+func (e *Engine) decideCall(ctx context.Context, s *supervisor, name string) (t Tool, ti ToolInput, l listing, d ToolDecision, connErr error, bad *GatewayResult) {
+	if t, ti, l, bad = e.findTool(ctx, s, name, true); bad != nil {
+		return
+	}
+	if d = e.decide(ti); !d.Allowed || l.connected {
+		return
+	}
+	if _, connErr = s.ensure(ctx); connErr != nil {
+		return
+	}
+	if t, ti, l, bad = e.findTool(ctx, s, name, false); bad != nil {
+		return
+	}
+	d = e.decide(ti)
+	return
 }
 
 // toolInput is what a tools decision about t is made from: its risk, and

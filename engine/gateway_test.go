@@ -128,9 +128,11 @@ func TestDecodeGatewayArguments(t *testing.T) {
 
 func TestGatewaySearchDescribeCallAndSidecar(t *testing.T) {
 	opts := workspace(t, map[string]server{
-		"tools":  stdio("behave", nil),
 		"hidden": stdio("behave", server{"excludeTools": []string{"echo"}}),
 	}, map[string]any{"maxOutputBytes": 4096, "maxOutputLines": 100})
+	// echo is read by its readOnlyHint alone, which counts when a user
+	// layer trusts the server's hints.
+	userServers(t, opts, map[string]server{"tools": stdio("behave", server{"trustToolHints": true})})
 	e := start(t, opts)
 	ctx := ctxT(t, 20*time.Second)
 	for _, id := range []string{"tools", "hidden"} {

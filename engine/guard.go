@@ -52,6 +52,11 @@ type guard struct {
 
 	riskMu sync.Mutex
 	risks  map[string]riskEntry
+
+	// trustHints holds the servers whose config trusts their tool hints
+	// (trustToolHints, honoured from user layers only): the one place
+	// that lets a server's annotations lower the risk of its tools.
+	trustHints map[string]bool
 }
 
 // decKey identifies a tools decision input; the tool's hash stands for
@@ -75,6 +80,14 @@ const maxDecisions = 1 << 16
 func newGuard(e *Engine, cfg *cue.Config) *guard {
 	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}}
 	g.custom = len(e.opts.PolicyDirs) > 0 || len(cfg.Policies) > 0
+	for _, s := range cfg.Servers {
+		if s.TrustToolHints {
+			if g.trustHints == nil {
+				g.trustHints = map[string]bool{}
+			}
+			g.trustHints[s.ID] = true
+		}
+	}
 	return g
 }
 
@@ -279,12 +292,11 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 	if g.plugErr != nil {
 		r = riskEntry{RiskUnknown, "classifier unavailable: " + g.plugErr.Error()}
 	} else {
-		// Annotations count first, as the spec orders it. They are the
-		// server's own claim: the risk reason says when a rating rests on
-		// one, and a policy that distrusts a server can look at
-		// risk_reason and the annotations it receives.
+		// Annotations are the server's own claim about itself: unless the
+		// server's config trusts them, they may raise a tool's risk but
+		// never lower it, and the risk reason says what they claimed.
 		c := chain.Classify(ctx, wasm.ClassifyInput{Server: server, Tool: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: t.InputSchema, Annotations: t.Annotations, TrustToolHints: true})
+			InputSchema: t.InputSchema, Annotations: t.Annotations, TrustToolHints: g.trustHints[server]})
 		r = riskEntry{Risk(c.Risk), c.Reason}
 		switch r.risk {
 		case RiskRead, RiskWrite, RiskDestructive, RiskUnknown:

@@ -54,6 +54,7 @@ type supervisor struct {
 	gen             uint64             // bumps with each session; callbacks of old ones are ignored
 	connecting      chan struct{}
 	meta            *Metadata
+	listings        uint64 // discoveries that set meta (listing)
 	cacheErr        string
 	inflight        int
 	calls           map[string]string // call id → tool, of calls in flight
@@ -160,7 +161,10 @@ func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 			}
 			return nil, fmt.Errorf("server %s is disabled", s.cfg.ID)
 		case StatusReady, StatusDiscovering:
-			if s.session != nil {
+			// A session whose connect is still discovering is not handed
+			// out: what that discovery lists (a pin change held for
+			// approval) must be in place before the session is used.
+			if s.session != nil && s.connecting == nil {
 				cs := s.session
 				s.mu.Unlock()
 				return cs, nil
@@ -368,6 +372,7 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error 
 	}
 	s.mu.Lock()
 	s.meta, s.cacheErr = m, ""
+	s.listings++
 	s.mu.Unlock()
 	s.setStatus(StatusReady, "")
 	if sum := boundsSummary(m); sum != "" {
@@ -654,7 +659,9 @@ func (s *supervisor) refreshAsync(why string) {
 // seen changing by one refresh).
 func (s *supervisor) refresh(ctx context.Context) error {
 	s.mu.Lock()
-	connected := s.session != nil
+	// A session still connecting is not connected yet: its discovery
+	// lists what this refresh would.
+	connected := s.session != nil && s.connecting == nil
 	s.mu.Unlock()
 	cs, err := s.ensure(ctx)
 	if err != nil {
@@ -675,7 +682,36 @@ func (s *supervisor) refresh(ctx context.Context) error {
 func (s *supervisor) stale() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.staleLocked()
+}
+
+// staleLocked is stale with s.mu held.
+func (s *supervisor) staleLocked() bool {
 	return s.meta == nil || s.meta.Stale(ms(s.cfg.MetadataRefreshMs), time.Now())
+}
+
+// anyListing is the listing of a call no decision gates.
+const anyListing = ^uint64(0)
+
+// errListedMeanwhile is why a call was not sent: the server's tools were
+// listed again between the call's decision and its dispatch.
+var errListedMeanwhile = errors.New("the server's tools were listed again while the call was being decided")
+
+// listing is what a decision about one of the server's tools is made on:
+// its metadata, the number of the discovery that listed it (0 for the
+// cache a previous run wrote) and whether a session is open and done
+// connecting (its discovery listed meta).
+type listing struct {
+	meta      *Metadata
+	num       uint64
+	connected bool
+}
+
+// currentListing returns the server's current listing.
+func (s *supervisor) currentListing() listing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
 }
 
 // maxProgressMessage bounds the text of a progress event: it comes from
@@ -709,7 +745,12 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 // result once: on this goroutine, or, when the call takes the lean path,
 // on the connection's reader once the server answers (see reply; yield
 // lets that reader go).
-func (s *supervisor) call(ctx context.Context, callID, tool string, args any, then func(yield func(), res *mcp.CallToolResult, err error)) {
+//
+// decided is the listing (see listing) the call was decided on: when a
+// discovery ran since, nothing is sent and then gets errListedMeanwhile,
+// since what it listed may hold the tool. anyListing skips the check, for
+// calls that no decision gates (Engine.CallTool).
+func (s *supervisor) call(ctx context.Context, callID, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s.mu.Lock()
 	s.inflight++
 	if s.calls == nil {
@@ -731,7 +772,16 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 		end(here, nil, err)
 		return
 	}
-	if s.stale() {
+	s.mu.Lock()
+	listed, stale := s.listings, s.staleLocked()
+	s.mu.Unlock()
+	if decided != anyListing && listed != decided {
+		// Connecting (after a crash, say) listed the tools again since
+		// the call was decided, and that listing may hold this tool.
+		end(here, nil, fmt.Errorf("%w: nothing was sent; call again to have it decided on what the server lists now", errListedMeanwhile))
+		return
+	}
+	if stale {
 		s.refreshAsync("metadata older than metadataRefreshMs")
 	}
 	timeout := s.callTimeout

@@ -97,8 +97,10 @@ type ClassifyInput struct {
 	// Annotations are the tool's MCP annotations (readOnlyHint,
 	// destructiveHint, idempotentHint, openWorldHint, ...), verbatim.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
-	// TrustToolHints says whether the policy lets annotations decide: a
-	// server's hints are its own claims and may be wrong or hostile.
+	// TrustToolHints says whether the server's config trusts its hints
+	// (the server field trustToolHints, honoured from user layers only).
+	// A server's hints are its own claims and may be wrong or hostile:
+	// untrusted, they should only ever raise a tool's risk.
 	TrustToolHints bool `json:"trust_tool_hints"`
 }
 

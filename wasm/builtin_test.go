@@ -35,9 +35,22 @@ func TestBuiltinClassify(t *testing.T) {
 		in           wasm.ClassifyInput
 		risk, reason string
 	}{
-		// Annotations decide only when trusted.
-		{wasm.ClassifyInput{Tool: "delete_all", Annotations: ro, TrustToolHints: true}, "read", "annotation readOnlyHint=true"},
+		// A hint never lowers a destructive name, trusted or not.
+		{wasm.ClassifyInput{Tool: "delete_all", Annotations: ro, TrustToolHints: true}, "destructive", `name has destructive verb "delete"; the server's annotation readOnlyHint=true does not lower it`},
 		{wasm.ClassifyInput{Tool: "delete_all", Annotations: ro}, "destructive", `name has destructive verb "delete"`},
+		{wasm.ClassifyInput{Tool: "records", Description: "Removes records.", Annotations: ro, TrustToolHints: true}, "destructive", "does not lower it"},
+		// Untrusted, a hint that would lower the rating is evidence only.
+		{wasm.ClassifyInput{Tool: "frobnicate", Annotations: ro}, "unknown", "the server claims read (annotation readOnlyHint=true), but its tool hints are not trusted"},
+		{wasm.ClassifyInput{Tool: "update_post", Annotations: ro}, "write", `name has write verb "update"; the server claims read`},
+		{wasm.ClassifyInput{Tool: "frobnicate", Annotations: json.RawMessage(`{"destructiveHint":false}`)}, "unknown", "not trusted"},
+		// A hint that raises the rating counts, trusted or not.
+		{wasm.ClassifyInput{Tool: "frobnicate", Annotations: json.RawMessage(`{"destructiveHint":true}`)}, "destructive", "annotation destructiveHint=true (the server says so"},
+		{wasm.ClassifyInput{Tool: "get_x", Annotations: json.RawMessage(`{"readOnlyHint":false}`)}, "destructive", "destructiveHint unset"},
+		{wasm.ClassifyInput{Tool: "get_x", Annotations: json.RawMessage(`{"readOnlyHint":false,"destructiveHint":false}`)}, "write", `the server says so; name has read verb "get"`},
+		{wasm.ClassifyInput{Tool: "get_x", Annotations: ro}, "read", "agrees"},
+		// Trusted, a hint decides below destructive.
+		{wasm.ClassifyInput{Tool: "frobnicate", Annotations: ro, TrustToolHints: true}, "read", "annotation readOnlyHint=true (tool hints trusted)"},
+		{wasm.ClassifyInput{Tool: "update_post", Annotations: ro, TrustToolHints: true}, "read", `tool hints trusted; name has write verb "update"`},
 		{wasm.ClassifyInput{Tool: "x", Annotations: json.RawMessage(`{"destructiveHint":true}`), TrustToolHints: true}, "destructive", "annotation destructiveHint=true"},
 		{wasm.ClassifyInput{Tool: "x", Annotations: json.RawMessage(`{"readOnlyHint":false}`), TrustToolHints: true}, "destructive", "destructiveHint unset"},
 		{wasm.ClassifyInput{Tool: "x", Annotations: json.RawMessage(`{"readOnlyHint":false,"destructiveHint":false}`), TrustToolHints: true}, "write", "readOnlyHint=false, destructiveHint=false"},

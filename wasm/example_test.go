@@ -8,8 +8,9 @@ import (
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
-// The built-in module classifies a tool from its annotations when the
-// policy trusts them, and from its name otherwise.
+// The built-in module classifies a tool from its name, and from its
+// annotations where they raise the risk or, when the server's hints are
+// trusted, where the name says nothing destructive.
 func ExampleHost_Builtin() {
 	ctx := context.Background()
 	h, err := wasm.NewHost(ctx, nil)
@@ -33,7 +34,7 @@ func ExampleHost_Builtin() {
 	fmt.Println(c.Risk)
 	// Output:
 	// destructive - name has destructive verb "delete"
-	// read - annotation readOnlyHint=true
+	// read - annotation readOnlyHint=true (tool hints trusted)
 	// unknown
 }
 

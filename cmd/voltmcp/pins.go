@@ -29,8 +29,10 @@ changed, the change waits for approval, rated:
   description        reworded
   schema-compatible  every call that was valid still is (a new optional field)
   schema-breaking    a call that was valid may not be (a new required field)
-  escalation         the tool may now do more, or its text addresses the
-                     model (risk rose, destructiveHint set, new imperative
+  escalation         the tool may now do more, may slip past a rule that
+                     held it, or its text addresses the model (its risk
+                     rose or fell, a risk hint such as readOnlyHint or
+                     destructiveHint changed either way, new imperative
                      phrases, links or addresses)
 
 A schema-breaking or escalation change is held: agents see the pinned

@@ -98,6 +98,12 @@
 //     the required property [RugPullRequired]; rug-pull-destructive sets
 //     readOnlyHint false and destructiveHint true. Over HTTP
 //     ([ServeStreamableOnly]) the count is per server.
+//   - hints-file (raw): on every tools/list, reads the file named by
+//     [EnvHintsFile], a JSON object from tool name to annotations, and
+//     lists one tool of each name ([HintsFileDescription], any object as
+//     input) with those annotations. A test rewrites the file between two
+//     runs to change a server's hints while its config stays the same.
+//     Every call answers "ok".
 //   - flood-notify (raw): a tool [ToolFlood] that, before it answers,
 //     sends count (default [FloodNotifications], 10,000; at most
 //     1,000,000) notifications/message and as many notifications/progress,

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +28,7 @@ const (
 	ModeBinaryResult       = "binary-result"
 	ModeHugeResource       = "huge-resource"
 	ModeEndlessLine        = "endless-line"
+	ModeHintsFile          = "hints-file"
 )
 
 // Mode huge-metadata.
@@ -225,6 +228,37 @@ func rugPullTools(mode string, pulled bool) []any {
 	return tools
 }
 
+// Mode hints-file.
+const (
+	// EnvHintsFile names the file mode hints-file reads on every
+	// tools/list: a JSON object from tool name to that tool's
+	// annotations. A test that rewrites it between two runs of a gateway
+	// has a server whose hints change while its config stays the same.
+	EnvHintsFile = "VOLTMCP_TESTSERVER_HINTS"
+	// HintsFileDescription is the description of every tool of mode
+	// hints-file.
+	HintsFileDescription = "A tool whose annotations come from a file."
+)
+
+// hintsFileTools returns the tools of mode hints-file, sorted by name.
+func hintsFileTools() (map[string]any, error) {
+	data, err := os.ReadFile(os.Getenv(EnvHintsFile))
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: %w", ModeHintsFile, err)
+	}
+	var hints map[string]json.RawMessage
+	if err := json.Unmarshal(data, &hints); err != nil {
+		return nil, fmt.Errorf("mode %s: %s: %w", ModeHintsFile, os.Getenv(EnvHintsFile), err)
+	}
+	tools := []any{}
+	for _, name := range slices.Sorted(maps.Keys(hints)) {
+		t := rawTool(name, HintsFileDescription, objectSchema())
+		t["annotations"] = hints[name]
+		tools = append(tools, t)
+	}
+	return map[string]any{"tools": tools}, nil
+}
+
 // hostileList answers the n-th tools/list request (n from 1) of a raw
 // hostile mode, for cursor.
 func hostileList(mode, cursor string, n int) (map[string]any, error) {
@@ -237,6 +271,8 @@ func hostileList(mode, cursor string, n int) (map[string]any, error) {
 		return schemaBombPage(cursor)
 	case ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive:
 		return map[string]any{"tools": rugPullTools(mode, n > 1)}, nil
+	case ModeHintsFile:
+		return hintsFileTools()
 	case ModeFloodNotify:
 		return map[string]any{"tools": []any{rawTool(ToolFlood, "Sends count log messages and count progress notifications, then answers.", map[string]any{
 			"type": "object", "properties": map[string]any{"count": map[string]any{"type": "integer"}},

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -198,6 +200,30 @@ func TestRugPull(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestHintsFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hints.json")
+	if err := os.WriteFile(file, []byte(`{"records":{"destructiveHint":true},"get_rows":{"readOnlyHint":true}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := connectStdio(t, mcptest.ModeHintsFile, nil, mcptest.EnvHintsFile+"="+file)
+	first := rugPullList(t, cs)
+	if r := first["records"]; r == nil || r.Annotations == nil || r.Annotations.DestructiveHint == nil || !*r.Annotations.DestructiveHint ||
+		r.Description != mcptest.HintsFileDescription {
+		t.Fatalf("first list: %+v", first)
+	}
+	if g := first["get_rows"]; g == nil || g.Annotations == nil || !g.Annotations.ReadOnlyHint {
+		t.Fatalf("first list: %+v", first)
+	}
+	// The file is read again on every listing.
+	if err := os.WriteFile(file, []byte(`{"records":{"readOnlyHint":true}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := rugPullList(t, cs)
+	if r := second["records"]; len(second) != 1 || r == nil || r.Annotations == nil || !r.Annotations.ReadOnlyHint || r.Annotations.DestructiveHint != nil {
+		t.Errorf("second list: %+v", second)
 	}
 }
 

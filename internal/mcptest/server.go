@@ -75,7 +75,7 @@ func isSDKMode(mode string) bool {
 func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
-		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify:
+		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile:
 		return true
 	}
 	return false

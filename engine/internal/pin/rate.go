@@ -51,10 +51,12 @@ const (
 	// type changed, an enum narrowed, a constraint tightened, or any
 	// change the rating does not understand.
 	SeveritySchemaBreaking Severity = "schema-breaking"
-	// SeverityEscalation: the tool may now do more, or asks the model to:
-	// its risk rose, destructiveHint became true, readOnlyHint stopped
-	// being true, openWorldHint stopped being false, or its text gained
-	// imperative phrases aimed at the model, URLs or email addresses.
+	// SeverityEscalation: the tool may now do more, asks the model to, or
+	// may slip past a rule that held it: its risk class changed (up or
+	// down), a risk hint (readOnlyHint, destructiveHint, idempotentHint,
+	// openWorldHint) changed either way, its annotations became or stopped
+	// being readable, or its text gained imperative phrases aimed at the
+	// model, URLs or email addresses.
 	SeverityEscalation Severity = "escalation"
 )
 
@@ -116,10 +118,17 @@ func Rate(old, new Meta) Change {
 	}
 	rateText(&c, "title", old.Title, new.Title)
 	rateText(&c, "description", old.Description, new.Description)
-	if riskRank(new.Risk) > riskRank(old.Risk) {
-		c.add(SeverityEscalation, "risk rose from %s to %s", orUnknown(old.Risk), orUnknown(new.Risk))
-	} else if old.Risk != new.Risk {
-		c.add(SeverityDescription, "risk changed from %s to %s", orUnknown(old.Risk), orUnknown(new.Risk))
+	// Policies decide by the risk class, so any change of it may let a
+	// call through that a rule held: a rise, a fall, or unknown for
+	// destructive.
+	switch o, n := orUnknown(old.Risk), orUnknown(new.Risk); {
+	case o == n:
+	case riskRank(n) > riskRank(o):
+		c.add(SeverityEscalation, "risk rose from %s to %s", o, n)
+	case riskRank(n) < riskRank(o):
+		c.add(SeverityEscalation, "risk fell from %s to %s: rules that held the tool by its risk may no longer hold it", o, n)
+	default:
+		c.add(SeverityEscalation, "risk changed from %s to %s", o, n)
 	}
 	rateAnnotations(&c, old.Annotations, new.Annotations)
 	rateSchema(&c, old.InputSchema, new.InputSchema)
@@ -211,58 +220,86 @@ func normalizeForPhrases(s string) string {
 	return fold(s)
 }
 
-// hints are the MCP tool annotations that bear on risk.
-type hints struct {
-	ReadOnly    *bool `json:"readOnlyHint"`
-	Destructive *bool `json:"destructiveHint"`
-	OpenWorld   *bool `json:"openWorldHint"`
-	Idempotent  *bool `json:"idempotentHint"`
-}
+// riskHints are the MCP tool annotations that bear on risk, with the
+// value the MCP specification gives each when it is unset. A change of
+// any of them may change how the tool is rated, or how a policy that
+// reads the annotations decides, in either direction.
+var riskHints = [...]struct {
+	key   string
+	unset bool
+}{{"readOnlyHint", false}, {"destructiveHint", true}, {"idempotentHint", false}, {"openWorldHint", true}}
 
-// rateAnnotations rates a change of annotations.
+// rateAnnotations rates a change of annotations. A change of a risk hint
+// is an escalation whichever way it goes: a hint that now says less
+// (readOnlyHint true, destructiveHint false, openWorldHint false,
+// idempotentHint true) is how a server would talk its way past a rule
+// that held the tool, and one that says more may do more.
 func rateAnnotations(c *Change, old, new json.RawMessage) {
 	if bytes.Equal(old, new) {
 		return
 	}
-	var o, n hints
+	var o, n map[string]json.RawMessage
 	oErr, nErr := unmarshalObject(old, &o), unmarshalObject(new, &n)
-	if nErr != nil && oErr == nil {
+	switch {
+	case nErr != nil && oErr != nil:
+		c.add(SeverityEscalation, "annotations changed and are not readable, so the tool's risk is unknown")
+		return
+	case nErr != nil:
 		c.add(SeverityEscalation, "annotations are no longer readable, so the tool's risk is unknown")
 		return
+	case oErr != nil:
+		c.add(SeverityEscalation, "annotations became readable: the hints they give were not pinned")
+		return
 	}
-	isTrue := func(b *bool) bool { return b != nil && *b }
-	isFalse := func(b *bool) bool { return b != nil && !*b }
 	found := false
-	if !isTrue(o.Destructive) && isTrue(n.Destructive) {
-		c.add(SeverityEscalation, "destructiveHint became true")
+	for _, h := range riskHints {
+		ov, nv := hintValue(o[h.key]), hintValue(n[h.key])
+		if ov == nv {
+			continue
+		}
 		found = true
-	} else if isFalse(o.Destructive) && n.Destructive == nil && !isTrue(n.ReadOnly) {
-		c.add(SeverityEscalation, "destructiveHint false was removed (the default is true)")
-		found = true
-	}
-	if isTrue(o.ReadOnly) && !isTrue(n.ReadOnly) {
-		c.add(SeverityEscalation, "readOnlyHint is no longer true")
-		found = true
-	}
-	if isFalse(o.OpenWorld) && !isFalse(n.OpenWorld) {
-		c.add(SeverityEscalation, "openWorldHint is no longer false (the tool may reach outside systems)")
-		found = true
-	}
-	if isTrue(o.Idempotent) && !isTrue(n.Idempotent) {
-		c.add(SeverityDescription, "idempotentHint is no longer true")
-		found = true
+		switch ob, nb := hintBool(ov, h.unset), hintBool(nv, h.unset); {
+		case ob == nb:
+			c.add(SeverityEscalation, "%s changed from %s to %s (the same by the specification's default, not to every reader)", h.key, ov, nv)
+		case nb == (h.key == "readOnlyHint" || h.key == "idempotentHint"):
+			c.add(SeverityEscalation, "%s now claims less risk (%s to %s): the pinned rating stays until the change is approved", h.key, ov, nv)
+		default:
+			c.add(SeverityEscalation, "%s now claims more risk (%s to %s)", h.key, ov, nv)
+		}
 	}
 	if !found && !jsonEqual(old, new) {
 		c.add(SeverityDescription, "annotations changed")
 	}
-	if nErr == nil {
-		var ot, nt struct {
-			Title string `json:"title"`
-		}
-		_ = json.Unmarshal(old, &ot)
-		_ = json.Unmarshal(new, &nt)
-		rateInjection(c, "annotations title", ot.Title, nt.Title)
+	var ot, nt string
+	_ = json.Unmarshal(o["title"], &ot)
+	_ = json.Unmarshal(n["title"], &nt)
+	rateInjection(c, "annotations title", ot, nt)
+}
+
+// hintValue shows a hint's raw value: "unset", true, false, or the JSON
+// the server sent in its place, cut to 40 bytes.
+func hintValue(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "unset"
 	}
+	v := string(canonical(raw))
+	if len(v) > 40 {
+		v = strings.ToValidUTF8(v[:40], "") + "…"
+	}
+	return v
+}
+
+// hintBool is what a hint value means: its boolean, or unset (the
+// specification's default) for anything else, as a client reads it.
+func hintBool(v string, unset bool) bool {
+	switch v {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return unset
 }
 
 // unmarshalObject decodes a JSON object into v; empty or null raw is an

@@ -21,9 +21,9 @@ var (
 	dangerFlags = []string{"force", "confirm", "confirmed", "confirmation"}
 )
 
-// classify follows the spec's order: annotations (when the policy trusts
-// them), then name, title, schema and description heuristics, then
-// unknown. It never guesses read for a tool it knows nothing about.
+// classify rates a tool from what the server shows of it: its name,
+// title, input schema and description, then its annotations as evidence
+// (see decide). It never guesses read for a tool it knows nothing about.
 func classify(in []byte) []byte {
 	risk, reason := decide(in)
 	b := append([]byte(`{"risk":`), appendString(nil, risk)...)
@@ -32,17 +32,66 @@ func classify(in []byte) []byte {
 	return append(b, '}')
 }
 
+// riskRank orders the known risks; unknown is not ranked.
+func riskRank(risk string) int {
+	switch risk {
+	case "read":
+		return 0
+	case "write":
+		return 1
+	}
+	return 2
+}
+
+// decide rates a tool. The name, title, schema and description give the
+// heuristic rating; the annotations (readOnlyHint, destructiveHint) are
+// the server's claim about itself and weigh as follows:
+//
+//   - A claim that raises the risk counts always: a server that says its
+//     tool destroys is believed.
+//   - Untrusted (the default), a claim never lowers it: the rating stays,
+//     and its reason says what the server claimed.
+//   - Trusted (trust_tool_hints, which the server's config sets), a claim
+//     decides, except that it never lowers a destructive rating: a tool
+//     named delete_all_records is destructive whatever it claims.
 func decide(in []byte) (risk, reason string) {
 	v, err := parse(in)
 	if err != nil || v.k != kObj {
 		return "unknown", "input is not a JSON object"
 	}
 	trust := v.get("trust_tool_hints")
-	if trust != nil && trust.k == kBool && trust.b {
-		if r, why := fromAnnotations(v.get("annotations")); r != "" {
-			return r, why
+	trusted := trust != nil && trust.k == kBool && trust.b
+	hint, hintWhy := fromAnnotations(v.get("annotations"))
+	risk, reason = heuristic(v)
+	switch {
+	case hint == "":
+		if risk == "unknown" {
+			if trusted {
+				return risk, "no evidence in annotations, name, title, schema or description"
+			}
+			return risk, "no evidence in name, title, schema or description; tool hints not trusted"
 		}
+		return risk, reason
+	case hint == risk:
+		return risk, reason + "; " + hintWhy + " agrees"
+	case risk == "destructive":
+		return risk, reason + "; the server's " + hintWhy + " does not lower it"
+	case hint == "destructive", risk != "unknown" && riskRank(hint) > riskRank(risk):
+		return hint, hintWhy + " (the server says so; " + reason + ")"
+	case trusted:
+		if risk == "unknown" {
+			return hint, hintWhy + " (tool hints trusted)"
+		}
+		return hint, hintWhy + " (tool hints trusted; " + reason + ")"
+	case risk == "unknown":
+		return risk, "no evidence in name, title, schema or description; the server claims " + hint + " (" + hintWhy + "), but its tool hints are not trusted"
 	}
+	return risk, reason + "; the server claims " + hint + " (" + hintWhy + "), but its tool hints are not trusted"
+}
+
+// heuristic rates a tool from its name, title, input schema and
+// description alone, or unknown.
+func heuristic(v *value) (risk, reason string) {
 	name := v.get("tool").str()
 	words := append(splitWords(name), splitWords(v.get("title").str())...)
 	if w, verb := findVerb(words, destructiveVerbs); w != "" {
@@ -71,10 +120,7 @@ func decide(in []byte) (risk, reason string) {
 			}
 		}
 	}
-	if trust == nil || trust.k != kBool || !trust.b {
-		return "unknown", "no evidence in name, title, schema or description; tool hints not trusted"
-	}
-	return "unknown", "no evidence in annotations, name, title, schema or description"
+	return "unknown", ""
 }
 
 // fromAnnotations reads readOnlyHint and destructiveHint as the MCP spec

@@ -63,6 +63,9 @@ type supervisor struct {
 	attempts        int       // connection failures in a row, for the backoff
 	refreshing      bool
 	refreshAgain    bool // asked for while refreshing: refresh once more after
+	// discovery is the listing in flight, or nil: who needs the
+	// metadata while it runs waits for it (refresh).
+	discovery *discovery
 	stderr          *ring
 	scrub           scrubber
 	oauth           oauthState // for auth type oauth (oauth.go)
@@ -349,9 +352,47 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 		grace: s.e.grace, maxLine: messageCap(s.lim)}, nil
 }
 
+// discovery is one listing of a server's metadata in flight; done
+// closes when it ends, err then saying how.
+type discovery struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the discovery to end, or for ctx, and returns its
+// error. It lets ctx's reader go first: a discovery takes a while.
+func (d *discovery) wait(ctx context.Context) error {
+	select {
+	case <-d.done:
+		return d.err
+	default:
+	}
+	yieldReader(ctx)
+	select {
+	case <-d.done:
+		return d.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // discover lists the server's tools, resources, resource templates and
 // prompts, following cursors within bounds, and caches the result.
-func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error {
+// While it runs, s.discovery is it, for others to wait for.
+func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	d := &discovery{done: make(chan struct{})}
+	s.mu.Lock()
+	s.discovery = d
+	s.mu.Unlock()
+	defer func() {
+		d.err = err
+		s.mu.Lock()
+		if s.discovery == d {
+			s.discovery = nil
+		}
+		s.mu.Unlock()
+		close(d.done)
+	}()
 	s.setStatus(StatusDiscovering, "")
 	dctx, cancel := context.WithTimeout(ctx, ms(s.cfg.DiscoveryTimeoutMs))
 	defer cancel()
@@ -652,22 +693,44 @@ func (s *supervisor) refreshAsync(why string) {
 // first if needed; a connection made for it lists once, not twice (a
 // server that changes its list between two listings would otherwise be
 // seen changing by one refresh).
+//
+// A refresh asked for while a discovery runs (the first one of a
+// connection, or another refresh) waits for that discovery and returns
+// its result, bounded by the discovery's own timeout and by ctx: many
+// first calls to a server that was never listed all wait for the one
+// listing, rather than find no metadata yet.
 func (s *supervisor) refresh(ctx context.Context) error {
-	s.mu.Lock()
-	connected := s.session != nil
-	s.mu.Unlock()
-	cs, err := s.ensure(ctx)
-	if err != nil {
+	for {
+		s.mu.Lock()
+		d, connected := s.discovery, s.session != nil
+		s.mu.Unlock()
+		if d == nil {
+			cs, err := s.ensure(ctx)
+			if err != nil {
+				return err
+			}
+			s.mu.Lock()
+			d = s.discovery // one that began while ensure ran
+			s.mu.Unlock()
+			if d == nil {
+				if !connected {
+					return nil // connecting discovered it just now
+				}
+				if s.getStatus() != StatusReady {
+					return nil // the session ended meanwhile: the next use connects
+				}
+				yieldReader(ctx)
+				return s.discover(ctx, cs)
+			}
+		}
+		err := d.wait(ctx)
+		if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The discovery ran under the context of a caller who gave
+			// up on it; this one has not: try again.
+			continue
+		}
 		return err
 	}
-	if !connected {
-		return nil // connecting discovered it just now
-	}
-	if s.getStatus() != StatusReady {
-		return nil // a discovery is already running
-	}
-	yieldReader(ctx)
-	return s.discover(ctx, cs)
 }
 
 // stale reports whether the metadata is missing or older than

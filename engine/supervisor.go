@@ -66,10 +66,10 @@ type supervisor struct {
 	// discovery is the listing in flight, or nil: who needs the
 	// metadata while it runs waits for it (refresh).
 	discovery *discovery
-	stderr          *ring
-	scrub           scrubber
-	oauth           oauthState // for auth type oauth (oauth.go)
-	pins            pinCache   // what is known of the server's pins (pins.go)
+	stderr    *ring
+	scrub     scrubber
+	oauth     oauthState // for auth type oauth (oauth.go)
+	pins      pinCache   // what is known of the server's pins (pins.go)
 
 	// lim are the server's bounds and limNotes what was wrong with the
 	// environment's; callTimeout is callTimeoutMs, or

@@ -141,6 +141,8 @@ type Engine struct {
 	guards atomic.Uint64         // numbers each guard (guard.gen)
 	// supervisors numbers each supervisor (supervisor.num).
 	supervisors atomic.Uint64
+	// runs marks the stdio servers started and keeps the reaper.
+	runs runs
 	session     string // this Engine's id in audit records
 	ws          string // the workspace: the project root, absolute
 
@@ -279,6 +281,7 @@ func (e *Engine) Close() error {
 		go func() { defer wg.Done(); s.close() }()
 	}
 	wg.Wait()
+	e.runs.close()
 	if g := e.guard.Load(); g != nil {
 		g.close()
 	}

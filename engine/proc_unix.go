@@ -47,3 +47,13 @@ func isExecutable(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && !info.IsDir() && info.Mode().Perm()&0o111 != 0
 }
+
+// killTree kills what the stdio server pid started, once it exited:
+// its process group, every process that carries its run mark (on
+// Linux: in any session or group, orphaned or not) and what was below
+// it in tree, a snapshot taken while it ran.
+func killTree(pid int, mark string, tree []procEntry) {
+	_ = signalGroup(pid, sigKill)
+	killEntries(tree)
+	killRun(mark)
+}

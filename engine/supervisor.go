@@ -349,7 +349,7 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 		return nil, err
 	}
 	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
-		grace: s.e.grace, maxLine: messageCap(s.lim)}, nil
+		grace: s.e.grace, maxLine: messageCap(s.lim), mark: s.e.runs.mark()}, nil
 }
 
 // discovery is one listing of a server's metadata in flight; done

@@ -142,9 +142,9 @@ type Engine struct {
 	// supervisors numbers each supervisor (supervisor.num).
 	supervisors atomic.Uint64
 	// runs marks the stdio servers started and keeps the reaper.
-	runs runs
-	session     string // this Engine's id in audit records
-	ws          string // the workspace: the project root, absolute
+	runs    runs
+	session string // this Engine's id in audit records
+	ws      string // the workspace: the project root, absolute
 
 	auditOnce sync.Once
 	audit     atomic.Pointer[auditQueue]

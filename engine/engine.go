@@ -141,10 +141,8 @@ type Engine struct {
 	guards atomic.Uint64         // numbers each guard (guard.gen)
 	// supervisors numbers each supervisor (supervisor.num).
 	supervisors atomic.Uint64
-	// runs marks the stdio servers started and keeps the reaper.
-	runs    runs
-	session string // this Engine's id in audit records
-	ws      string // the workspace: the project root, absolute
+	session     string // this Engine's id in audit records
+	ws          string // the workspace: the project root, absolute
 
 	auditOnce sync.Once
 	audit     atomic.Pointer[auditQueue]
@@ -156,6 +154,9 @@ type Engine struct {
 	cfg     *cue.Config
 	load    *cue.Result // nil when Options.Config was given
 	servers map[string]*supervisor
+
+	// runs marks the stdio servers started and keeps the reaper.
+	runs runs
 }
 
 // New builds the Engine for a workspace: it loads the config (unless

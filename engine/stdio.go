@@ -175,6 +175,20 @@ func (p *process) stop() error {
 	return nil
 }
 
+// exitStatus waits up to wait for the child to exit and says how it
+// did: "exit status 3", "signal SIGSEGV". ok is false when it still
+// runs.
+func (p *process) exitStatus(wait time.Duration) (how string, ok bool) {
+	select {
+	case <-p.done:
+	case <-time.After(wait):
+		return "", false
+	}
+	// ProcessState, not waitErr: Wait reports ErrWaitDelay when a
+	// grandchild held stderr, whatever the status.
+	return describeExit(p.cmd.ProcessState), true
+}
+
 // exited reports whether the child has exited, and how.
 func (p *process) exited() (bool, error) {
 	select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ type supervisor struct {
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
 	line            *lineConn          // the session's connection when it is stdio, for calls on the lean path
+	proc            *process           // the last stdio child started, for its exit status (explain)
+	httpT           *headerTransport   // the last HTTP transport made, for its last status (explain)
 	endSession      context.CancelFunc // ends the context the session was opened with
 	transport       string             // the transport in use
 	gen             uint64             // bumps with each session; callbacks of old ones are ignored
@@ -242,6 +245,9 @@ func (s *supervisor) connect(ctx context.Context) error {
 			err = ctx.Err()
 		}
 		s.noteFailure()
+		if explained := s.explain("initialize", err); explained != err {
+			return s.fail(explained)
+		}
 		return s.fail(s.withStderr(err))
 	}
 	if expired {
@@ -299,6 +305,12 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 			return nil, nil, "", 0, err
 		}
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+		t.mu.Lock()
+		proc := t.proc
+		t.mu.Unlock()
+		s.mu.Lock()
+		s.proc = proc
+		s.mu.Unlock()
 		return cs, t.lineConn(), cue.TransportStdio, 0, err
 	}
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
@@ -307,6 +319,9 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 	}
 	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub,
 		maxMessage: messageCap(s.lim), trips: &s.oversized}
+	s.mu.Lock()
+	s.httpT = ht
+	s.mu.Unlock()
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {
 		h, err := s.newOAuthHandler(endpoint)
@@ -444,7 +459,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err := pages(ctx, "tools", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("tools/list", err)
 			}
 			page := make([]Tool, 0, len(r.Tools))
 			for _, t := range r.Tools {
@@ -464,7 +479,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err := pages(ctx, "resources", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("resources/list", err)
 			}
 			for _, x := range r.Resources {
 				if x != nil {
@@ -479,7 +494,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err = pages(ctx, "resource templates", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("resources/templates/list", err)
 			}
 			for _, x := range r.ResourceTemplates {
 				if x != nil {
@@ -496,7 +511,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err := pages(ctx, "prompts", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("prompts/list", err)
 			}
 			for _, x := range r.Prompts {
 				if x == nil {
@@ -598,7 +613,12 @@ func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
 		return
 	}
 	s.noteFailure()
-	_ = s.fail(s.withStderr(errors.New("the server closed the connection")))
+	ended := errors.New("the server closed the connection")
+	if explained := s.explain("", fmt.Errorf("%w: %w", ended, io.EOF)); s.cfg.IsStdio() {
+		_ = s.fail(explained)
+	} else {
+		_ = s.fail(s.withStderr(ended))
+	}
 	if s.cfg.Lifecycle == "keep-alive" {
 		s.reconnectLater()
 	}
@@ -814,6 +834,8 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, th
 				err = fmt.Errorf("call %s timed out after %s", tool, timeout)
 			} else if s.oversized.Load() != tripsBefore {
 				err = fmt.Errorf("%w: %v", errMessageTooLarge, err)
+			} else {
+				err = s.explain("tools/call", err)
 			}
 			res, err = nil, s.scrub.err(err)
 		}

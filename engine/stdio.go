@@ -50,7 +50,15 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd.Dir = t.dir
 	cmd.Env = t.env
 	if t.mark != "" {
-		cmd.Env = append(t.env[:len(t.env):len(t.env)], runEnv+"="+t.mark)
+		// The child's mark is this one, not one it would inherit from a
+		// gateway above this one.
+		cmd.Env = make([]string, 0, len(t.env)+1)
+		for _, kv := range t.env {
+			if !strings.HasPrefix(kv, runEnv+"=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, runEnv+"="+t.mark)
 	}
 	cmd.Stderr = t.stderr
 	// Once the child has exited, its stderr (copied into the ring) is

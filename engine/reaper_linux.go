@@ -76,7 +76,7 @@ func (r *reaper) start(prefix string) {
 	// This very program: whatever links the engine runs the reaper (see
 	// init), even if its file was replaced since it started.
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"voltmcp-reaper"},
-		Env: []string{reaperEnv + "=" + prefix}, Stdin: pr,
+		Env: []string{reaperEnv + "=" + prefix}, Stdin: pr, Dir: "/",
 		// A group of its own: a signal to the gateway's group (a
 		// terminal's Ctrl-C, an agent stopping its tools) does not reach
 		// it, and it has no parent-death signal.

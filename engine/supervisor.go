@@ -66,13 +66,14 @@ type supervisor struct {
 	attempts        int       // connection failures in a row, for the backoff
 	refreshing      bool
 	refreshAgain    bool // asked for while refreshing: refresh once more after
+	stderr          *ring
+	scrub           scrubber
+	oauth           oauthState // for auth type oauth (oauth.go)
+	pins            pinCache   // what is known of the server's pins (pins.go)
+
 	// discovery is the listing in flight, or nil: who needs the
 	// metadata while it runs waits for it (refresh).
 	discovery *discovery
-	stderr    *ring
-	scrub     scrubber
-	oauth     oauthState // for auth type oauth (oauth.go)
-	pins      pinCache   // what is known of the server's pins (pins.go)
 
 	// lim are the server's bounds and limNotes what was wrong with the
 	// environment's; callTimeout is callTimeoutMs, or
@@ -614,8 +615,9 @@ func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
 	}
 	s.noteFailure()
 	ended := errors.New("the server closed the connection")
-	if explained := s.explain("", fmt.Errorf("%w: %w", ended, io.EOF)); s.cfg.IsStdio() {
-		_ = s.fail(explained)
+	if s.cfg.IsStdio() {
+		// Its exit status and stderr tail say why.
+		_ = s.fail(s.explain("", fmt.Errorf("%w: %w", ended, io.EOF)))
 	} else {
 		_ = s.fail(s.withStderr(ended))
 	}

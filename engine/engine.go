@@ -154,6 +154,9 @@ type Engine struct {
 	cfg     *cue.Config
 	load    *cue.Result // nil when Options.Config was given
 	servers map[string]*supervisor
+
+	// runs marks the stdio servers started and keeps the reaper.
+	runs runs
 }
 
 // New builds the Engine for a workspace: it loads the config (unless
@@ -279,6 +282,7 @@ func (e *Engine) Close() error {
 		go func() { defer wg.Done(); s.close() }()
 	}
 	wg.Wait()
+	e.runs.close()
 	if g := e.guard.Load(); g != nil {
 		g.close()
 	}

@@ -200,7 +200,7 @@ func TestKeepAliveReconnectsAfterCrash(t *testing.T) {
 		case ev := <-events:
 			if ev.Type == EventServerStatusChanged && ev.Server == "k" {
 				seen = append(seen, ev.Status)
-				if ev.Status == StatusError && !strings.Contains(ev.Error, "closed") {
+				if ev.Status == StatusError && !strings.Contains(ev.Error, `server "k" exited (exit status 3)`) {
 					t.Errorf("crash error: %q", ev.Error)
 				}
 			}

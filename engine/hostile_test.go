@@ -427,7 +427,7 @@ func TestHostileSchemaBomb(t *testing.T) {
 	e := hostile(t, mcptest.ModeSchemaBomb, nil, server{"discoveryTimeoutMs": 50000, "connectTimeoutMs": 50000})
 	ctx := ctxT(t, 60*time.Second)
 	err := e.Connect(ctx, "bad")
-	if err == nil || !strings.Contains(err.Error(), "list tools") || !strings.Contains(err.Error(), "depth") {
+	if err == nil || !strings.Contains(err.Error(), "list tools") || !strings.Contains(err.Error(), "nests deeper than 10000 levels") {
 		t.Fatalf("connect: %v", err)
 	}
 	sum := waitStatus(t, e, "bad", StatusError)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -46,4 +47,67 @@ func isSignalExit(err error) bool {
 func isExecutable(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && !info.IsDir() && info.Mode().Perm()&0o111 != 0
+}
+
+// killTree kills what the stdio server pid started, once it exited:
+// its process group, every process that carries its run mark (on
+// Linux: in any session or group, orphaned or not) and what was below
+// it in tree, a snapshot taken while it ran.
+func killTree(pid int, mark string, tree []procEntry) {
+	_ = signalGroup(pid, sigKill)
+	killEntries(tree)
+	killRun(mark)
+}
+
+// describeExit says how a process ended: "exit status 3", "signal
+// SIGSEGV".
+func describeExit(ps *os.ProcessState) string {
+	if ps == nil {
+		return "unknown status"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "signal " + signalName(ws.Signal())
+	}
+	return "exit status " + strconv.Itoa(ps.ExitCode())
+}
+
+// signalName is a signal's name as kill(1) spells it.
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGFPE:
+		return "SIGFPE"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGILL:
+		return "SIGILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGSYS:
+		return "SIGSYS"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGTRAP:
+		return "SIGTRAP"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGUSR2:
+		return "SIGUSR2"
+	case syscall.SIGXCPU:
+		return "SIGXCPU"
+	case syscall.SIGXFSZ:
+		return "SIGXFSZ"
+	}
+	return strconv.Itoa(int(sig)) + " (" + sig.String() + ")"
 }

@@ -2,14 +2,18 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,9 +23,11 @@ import (
 
 // stdioTransport starts a server as a child process and speaks MCP over
 // its stdin and stdout. Unlike the SDK's CommandTransport, it runs the
-// child in a process group of its own and stops the whole group, so a
+// child in a process group of its own and, when it stops, stops every
+// process the child started: its group, and on Linux every process that
+// carries its run mark (runEnv), in whatever session or group, so a
 // server started through npx, uvx or a shell script leaves no grandchild
-// behind.
+// behind, not even one that called setsid.
 type stdioTransport struct {
 	path    string   // the program, resolved
 	args    []string // its arguments
@@ -30,6 +36,8 @@ type stdioTransport struct {
 	stderr  io.Writer // receives the child's stderr (a bounded ring)
 	grace   time.Duration
 	maxLine int
+	// mark is the child's run mark, given to it as runEnv; "" gives none.
+	mark string
 
 	mu   sync.Mutex
 	proc *process  // the running child, for Close and tests
@@ -41,7 +49,22 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd := exec.Command(t.path, t.args...)
 	cmd.Dir = t.dir
 	cmd.Env = t.env
+	if t.mark != "" {
+		// The child's mark is this one, not one it would inherit from a
+		// gateway above this one.
+		cmd.Env = make([]string, 0, len(t.env)+1)
+		for _, kv := range t.env {
+			if !strings.HasPrefix(kv, runEnv+"=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, runEnv+"="+t.mark)
+	}
 	cmd.Stderr = t.stderr
+	// Once the child has exited, its stderr (copied into the ring) is
+	// read for at most this long: a grandchild that holds the pipe open
+	// never keeps Wait, and so a stop, waiting.
+	cmd.WaitDelay = stderrDrain
 	setProcessGroup(cmd)
 	// The pipes are made here rather than by StdinPipe and StdoutPipe,
 	// so that the engine's ends can be read and written with raw system
@@ -67,7 +90,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(t.path), err)
 	}
-	p := &process{cmd: cmd, stdin: rawio.Wrap(inW), stdout: rawio.Wrap(outR), grace: t.grace, done: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: rawio.Wrap(inW), stdout: rawio.Wrap(outR), grace: t.grace, mark: t.mark, done: make(chan struct{})}
 	go p.wait()
 	t.mu.Lock()
 	t.proc = p
@@ -83,14 +106,19 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return conn, nil
 }
 
+// stderrDrain bounds how long a server's stderr is read after it exited
+// (exec.Cmd.WaitDelay).
+const stderrDrain = 500 * time.Millisecond
+
 // process is a running stdio server. Closing it runs the shutdown the
 // MCP spec describes: close stdin, wait, SIGTERM, wait, SIGKILL, sent to
-// the whole process group.
+// the whole process group and to the rest of its tree (killTree).
 type process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	grace  time.Duration
+	mark   string // the run mark of the child and what it starts
 
 	done     chan struct{} // closed when the child has exited
 	waitErr  error
@@ -123,8 +151,11 @@ func (p *process) Close() error {
 }
 
 func (p *process) stop() error {
-	_ = p.stdin.Close()
 	pid := p.cmd.Process.Pid
+	// What the child started, while it still runs: once it exits, its
+	// children's parent is no longer it.
+	tree := descendants(pid)
+	_ = p.stdin.Close()
 	exited := func(d time.Duration) bool {
 		select {
 		case <-p.done:
@@ -138,16 +169,32 @@ func (p *process) stop() error {
 		if !exited(p.grace) {
 			_ = signalGroup(pid, sigKill)
 			if !exited(5 * time.Second) {
+				killTree(pid, p.mark, tree)
 				return errors.New("process did not exit after SIGKILL")
 			}
 		}
 	}
-	// The leader is gone; a grandchild in its group may not be.
-	_ = signalGroup(pid, sigKill)
+	// The leader is gone; what it started may not be, in its group or
+	// out of it.
+	killTree(pid, p.mark, tree)
 	if p.waitErr != nil && !isSignalExit(p.waitErr) {
 		return nil // an exit status is the server's business, not a close error
 	}
 	return nil
+}
+
+// exitStatus waits up to wait for the child to exit and says how it
+// did: "exit status 3", "signal SIGSEGV". ok is false when it still
+// runs.
+func (p *process) exitStatus(wait time.Duration) (how string, ok bool) {
+	select {
+	case <-p.done:
+	case <-time.After(wait):
+		return "", false
+	}
+	// ProcessState, not waitErr: Wait reports ErrWaitDelay when a
+	// grandchild held stderr, whatever the status.
+	return describeExit(p.cmd.ProcessState), true
 }
 
 // exited reports whether the child has exited, and how.
@@ -194,3 +241,34 @@ func (t *stdioTransport) lineConn() *lineConn {
 	defer t.mu.Unlock()
 	return t.conn
 }
+
+// runEnv names the variable that marks each stdio server an engine
+// starts, and, by inheritance, what that server starts in turn, even in
+// another session: its value, the run mark, is
+// "<gateway pid>.<gateway start time>.<engine nonce>.<n>". A stop kills
+// the processes with the server's mark, and the reaper those with the
+// engine's prefix (reaper_linux.go).
+const runEnv = "VOLTMCP_RUN"
+
+// runs gives an engine's stdio servers their run marks and, for the
+// first one, starts the engine's reaper.
+type runs struct {
+	once   sync.Once
+	prefix string
+	n      atomic.Uint64
+	reaper reaper
+}
+
+// mark returns a new run mark.
+func (r *runs) mark() string {
+	r.once.Do(func() {
+		var nonce [6]byte
+		_, _ = rand.Read(nonce[:])
+		r.prefix = selfID() + "." + hex.EncodeToString(nonce[:])
+		r.reaper.start(r.prefix)
+	})
+	return r.prefix + "." + strconv.FormatUint(r.n.Add(1), 10)
+}
+
+// close stops the reaper, once the servers have stopped.
+func (r *runs) close() { r.reaper.stop() }

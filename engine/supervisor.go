@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ type supervisor struct {
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
 	line            *lineConn          // the session's connection when it is stdio, for calls on the lean path
+	proc            *process           // the last stdio child started, for its exit status (explain)
+	httpT           *headerTransport   // the last HTTP transport made, for its last status (explain)
 	endSession      context.CancelFunc // ends the context the session was opened with
 	transport       string             // the transport in use
 	gen             uint64             // bumps with each session; callbacks of old ones are ignored
@@ -68,6 +71,10 @@ type supervisor struct {
 	scrub           scrubber
 	oauth           oauthState // for auth type oauth (oauth.go)
 	pins            pinCache   // what is known of the server's pins (pins.go)
+
+	// discovery is the listing in flight, or nil: who needs the
+	// metadata while it runs waits for it (refresh).
+	discovery *discovery
 
 	// lim are the server's bounds and limNotes what was wrong with the
 	// environment's; callTimeout is callTimeoutMs, or
@@ -243,6 +250,9 @@ func (s *supervisor) connect(ctx context.Context) error {
 			err = ctx.Err()
 		}
 		s.noteFailure()
+		if explained := s.explain("initialize", err); explained != err {
+			return s.fail(explained)
+		}
 		return s.fail(s.withStderr(err))
 	}
 	if expired {
@@ -300,6 +310,12 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 			return nil, nil, "", 0, err
 		}
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+		t.mu.Lock()
+		proc := t.proc
+		t.mu.Unlock()
+		s.mu.Lock()
+		s.proc = proc
+		s.mu.Unlock()
 		return cs, t.lineConn(), cue.TransportStdio, 0, err
 	}
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
@@ -308,6 +324,9 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, s
 	}
 	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub,
 		maxMessage: messageCap(s.lim), trips: &s.oversized}
+	s.mu.Lock()
+	s.httpT = ht
+	s.mu.Unlock()
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {
 		h, err := s.newOAuthHandler(endpoint)
@@ -350,12 +369,50 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 		return nil, err
 	}
 	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
-		grace: s.e.grace, maxLine: messageCap(s.lim)}, nil
+		grace: s.e.grace, maxLine: messageCap(s.lim), mark: s.e.runs.mark()}, nil
+}
+
+// discovery is one listing of a server's metadata in flight; done
+// closes when it ends, err then saying how.
+type discovery struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the discovery to end, or for ctx, and returns its
+// error. It lets ctx's reader go first: a discovery takes a while.
+func (d *discovery) wait(ctx context.Context) error {
+	select {
+	case <-d.done:
+		return d.err
+	default:
+	}
+	yieldReader(ctx)
+	select {
+	case <-d.done:
+		return d.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // discover lists the server's tools, resources, resource templates and
 // prompts, following cursors within bounds, and caches the result.
-func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) error {
+// While it runs, s.discovery is it, for others to wait for.
+func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	d := &discovery{done: make(chan struct{})}
+	s.mu.Lock()
+	s.discovery = d
+	s.mu.Unlock()
+	defer func() {
+		d.err = err
+		s.mu.Lock()
+		if s.discovery == d {
+			s.discovery = nil
+		}
+		s.mu.Unlock()
+		close(d.done)
+	}()
 	s.setStatus(StatusDiscovering, "")
 	dctx, cancel := context.WithTimeout(ctx, ms(s.cfg.DiscoveryTimeoutMs))
 	defer cancel()
@@ -408,7 +465,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err := pages(ctx, "tools", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("tools/list", err)
 			}
 			page := make([]Tool, 0, len(r.Tools))
 			for _, t := range r.Tools {
@@ -428,7 +485,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err := pages(ctx, "resources", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("resources/list", err)
 			}
 			for _, x := range r.Resources {
 				if x != nil {
@@ -443,7 +500,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err = pages(ctx, "resource templates", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("resources/templates/list", err)
 			}
 			for _, x := range r.ResourceTemplates {
 				if x != nil {
@@ -460,7 +517,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		err := pages(ctx, "prompts", &m.Notes, func(cursor string) (string, error) {
 			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
-				return "", err
+				return "", s.explain("prompts/list", err)
 			}
 			for _, x := range r.Prompts {
 				if x == nil {
@@ -562,7 +619,13 @@ func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
 		return
 	}
 	s.noteFailure()
-	_ = s.fail(s.withStderr(errors.New("the server closed the connection")))
+	ended := errors.New("the server closed the connection")
+	if s.cfg.IsStdio() {
+		// Its exit status and stderr tail say why.
+		_ = s.fail(s.explain("", fmt.Errorf("%w: %w", ended, io.EOF)))
+	} else {
+		_ = s.fail(s.withStderr(ended))
+	}
 	if s.cfg.Lifecycle == "keep-alive" {
 		s.reconnectLater()
 	}
@@ -657,24 +720,46 @@ func (s *supervisor) refreshAsync(why string) {
 // first if needed; a connection made for it lists once, not twice (a
 // server that changes its list between two listings would otherwise be
 // seen changing by one refresh).
+//
+// A refresh asked for while a discovery runs (the first one of a
+// connection, or another refresh) waits for that discovery and returns
+// its result, bounded by the discovery's own timeout and by ctx: many
+// first calls to a server that was never listed all wait for the one
+// listing, rather than find no metadata yet.
 func (s *supervisor) refresh(ctx context.Context) error {
-	s.mu.Lock()
-	// A session still connecting is not connected yet: its discovery
-	// lists what this refresh would.
-	connected := s.session != nil && s.connecting == nil
-	s.mu.Unlock()
-	cs, err := s.ensure(ctx)
-	if err != nil {
+	for {
+		s.mu.Lock()
+		// A session still connecting is not connected yet: its
+		// discovery lists what this refresh would.
+		d, connected := s.discovery, s.session != nil && s.connecting == nil
+		s.mu.Unlock()
+		if d == nil {
+			cs, err := s.ensure(ctx)
+			if err != nil {
+				return err
+			}
+			s.mu.Lock()
+			d = s.discovery // one that began while ensure ran
+			s.mu.Unlock()
+			if d == nil {
+				if !connected {
+					return nil // connecting discovered it just now
+				}
+				if s.getStatus() != StatusReady {
+					return nil // the session ended meanwhile: the next use connects
+				}
+				yieldReader(ctx)
+				return s.discover(ctx, cs)
+			}
+		}
+		err := d.wait(ctx)
+		if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The discovery ran under the context of a caller who gave
+			// up on it; this one has not: try again.
+			continue
+		}
 		return err
 	}
-	if !connected {
-		return nil // connecting discovered it just now
-	}
-	if s.getStatus() != StatusReady {
-		return nil // a discovery is already running
-	}
-	yieldReader(ctx)
-	return s.discover(ctx, cs)
 }
 
 // stale reports whether the metadata is missing or older than
@@ -801,6 +886,8 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, de
 				err = fmt.Errorf("call %s timed out after %s", tool, timeout)
 			} else if s.oversized.Load() != tripsBefore {
 				err = fmt.Errorf("%w: %v", errMessageTooLarge, err)
+			} else {
+				err = s.explain("tools/call", err)
 			}
 			res, err = nil, s.scrub.err(err)
 		}

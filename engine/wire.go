@@ -183,12 +183,40 @@ type wireMessage struct {
 	Error   *jsonrpc.Error  `json:"error"`
 }
 
+// maxJSONDepth is how deep a JSON-RPC message may nest: the limit of
+// encoding/json, which decodes every message on a stdio connection. A
+// deeper one ends the connection with errTooDeep. (The go-sdk decodes
+// what it parses itself, such as an HTTP response or a result it
+// types, to sdkJSONDepth.)
+const maxJSONDepth = 10000
+
+// sdkJSONDepth is the go-sdk's own nesting limit.
+const sdkJSONDepth = 1000
+
+// errTooDeep means an inbound message nested deeper than maxJSONDepth.
+var errTooDeep = fmt.Errorf("message nests deeper than %d levels of JSON (maxJSONDepth)", maxJSONDepth)
+
 // wireError words a failure to decode a message.
 func wireError(err error) error {
 	if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Value == "array" && te.Field == "" {
 		return errBatch
 	}
+	if se := (*json.SyntaxError)(nil); errors.As(err, &se) && strings.HasSuffix(se.Error(), "exceeded max depth") {
+		return errTooDeep
+	}
 	return fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+}
+
+// nestDepth reports whether err says a message nested too deep, and
+// the limit it passed: maxJSONDepth (errTooDeep), or the go-sdk's.
+func nestDepth(err error) (int, bool) {
+	if errors.Is(err, errTooDeep) {
+		return maxJSONDepth, true
+	}
+	if strings.Contains(err.Error(), "exceeded maximum nesting depth of "+strconv.Itoa(sdkJSONDepth)) {
+		return sdkJSONDepth, true
+	}
+	return 0, false
 }
 
 // message checks the envelope and makes the message.

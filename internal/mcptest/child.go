@@ -90,6 +90,9 @@ func testBinary() (string, error) {
 
 // runChild runs mode over stdin and stdout and returns the exit status.
 func runChild(mode string) int {
+	if status, ok := runProcsChild(mode); ok {
+		return status
+	}
 	switch mode {
 	case ModeHangInit:
 		// Read everything, answer nothing.
@@ -149,6 +152,11 @@ func runChild(mode string) int {
 		}
 	case ModeFloodStderr:
 		go floodStderr()
+	case ModeSetsidGrandchild:
+		if err := startSetsidGrandchildren(pidFile); err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest:", err)
+			return 1
+		}
 	}
 
 	err := newServer(mode, cfg).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})

@@ -119,4 +119,20 @@
 //   - endless-line: reads the initialize request, then writes
 //     [EndlessLineBytes] (100 MiB) starting with [EndlessLinePrefix] and
 //     the request's id, never a newline, and waits for stdin to close.
+//   - setsid-grandchild (SDK): behave, but it first starts two
+//     grandchildren, each in a session of its own (setsid), ignoring
+//     SIGTERM and SIGHUP, so no signal to the server's process group
+//     reaches them: one its own child, holding the server's stdout and
+//     stderr open, whose PID goes to the file named by
+//     VOLTMCP_TESTSERVER_PIDFILE; and one started through a process that
+//     exits at once, an orphan from the start, whose PID goes to that name
+//     plus [OrphanSuffix]. The server's own PID goes to that name plus
+//     [ParentSuffix].
+//   - segv-call (SDK): behave plus a tool [ToolSegv] that writes
+//     [SegvStderr] (and the value of [EnvSecret], when set) to stderr and
+//     makes the process die of SIGSEGV before it answers.
+//   - deep-answer (raw): with [EnvDeep] "list" (the default), every
+//     tools/list answer nests [DeepAnswerDepth] (20,000) levels of JSON;
+//     with "call", tools/list lists [ToolDeepAnswer] and every tools/call
+//     answer nests that deep.
 package mcptest

@@ -225,6 +225,8 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 			}
 		case ModeBadMetadata:
 			resp.Result = map[string]any{"tools": badMetadataTools()}
+		case ModeDeepAnswer:
+			resp.Result = deepAnswerList()
 		case ModeSchemaBomb:
 			if p.Cursor == SchemaBombCursor {
 				resp.Result = verbatim(deepBombPage())
@@ -242,6 +244,10 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 	case "tools/call":
 		if mode == ModeFloodNotify {
 			resp.Result = floodNotify(msg.Params, send)
+			break
+		}
+		if mode == ModeDeepAnswer {
+			resp.Result = deepAnswer()
 			break
 		}
 		resp.Result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}

@@ -64,7 +64,8 @@ const Readme = "mcptest is a small MCP server for tests.\n"
 func isSDKMode(mode string) bool {
 	switch mode {
 	case ModeBehave, ModeHangCall, ModeCrashCall, ModeGrandchild, ModeIgnoreSIGTERM, ModeFloodStderr, ModeListChanged,
-		ModeHostileText, ModeFloodResult, ModeBinaryResult, ModeHugeResource:
+		ModeHostileText, ModeFloodResult, ModeBinaryResult, ModeHugeResource,
+		ModeSetsidGrandchild, ModeSegvCall:
 		return true
 	}
 	return false
@@ -75,7 +76,8 @@ func isSDKMode(mode string) bool {
 func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
-		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile:
+		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile,
+		ModeDeepAnswer:
 		return true
 	}
 	return false
@@ -123,6 +125,7 @@ func newServer(mode string, cfg serverConfig) *mcp.Server {
 	addEcho(s, "Echoes text back.")
 	addBehave(s)
 	addHostile(s, mode)
+	addProcs(s, mode)
 	for i := range cfg.extraTools {
 		name := fmt.Sprintf("tool_%04d", i)
 		s.AddTool(&mcp.Tool{

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/mcptest"
+)
+
+// TestConcurrentFirstCallsWaitForDiscovery makes 200 calls at once to
+// servers never listed, most of them arriving while the first call's
+// discovery is running: every one waits for that discovery and runs.
+// Through the engine's gateway, and through `voltmcp serve`'s stdio
+// server (whose calls take the lean path).
+func TestConcurrentFirstCallsWaitForDiscovery(t *testing.T) {
+	const servers, calls = 4, 200
+	for _, via := range []string{"gateway", "serve"} {
+		t.Run("via="+via, func(t *testing.T) {
+			cfg := map[string]server{}
+			for i := range servers {
+				// Paged listings of many tools: the discovery takes a while.
+				cfg[fmt.Sprintf("s%d", i)] = stdio(mcptest.ModeBehave, nil, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=1000")
+			}
+			e := start(t, workspace(t, cfg, nil))
+			ctx := ctxT(t, 120*time.Second)
+			run := func(id string) (string, bool) {
+				r := e.Gateway(ctx, GatewayInput{Action: "call", Server: id, Tool: "echo", Arguments: map[string]any{"text": "hi " + id}})
+				return r.Text, !r.IsError
+			}
+			if via == "serve" {
+				cs := serveSession(t, ctx, e)
+				run = func(id string) (string, bool) {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: GatewayToolName,
+						Arguments: map[string]any{"action": "call", "server": id, "tool": "echo", "arguments": map[string]any{"text": "hi " + id}}})
+					if err != nil {
+						return err.Error(), false
+					}
+					return text(res), !res.IsError
+				}
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			failed := map[string]int{}
+			call := func(id string) {
+				defer wg.Done()
+				text, ok := run(id)
+				if !ok || !strings.Contains(text, "hi "+id) {
+					mu.Lock()
+					failed[text]++
+					mu.Unlock()
+				}
+			}
+			// One first call each starts a discovery; the rest come while
+			// it runs.
+			for i := range servers {
+				wg.Add(1)
+				go call(fmt.Sprintf("s%d", i))
+			}
+			for i := range servers {
+				id := fmt.Sprintf("s%d", i)
+				for {
+					s, _ := e.Server(id)
+					if s.Status == StatusDiscovering || s.Status == StatusReady || s.Status == StatusError {
+						break
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("server %s: status %s", id, s.Status)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			for i := range calls - servers {
+				wg.Add(1)
+				go call(fmt.Sprintf("s%d", i%servers))
+			}
+			wg.Wait()
+			for text, n := range failed {
+				t.Errorf("%d calls failed: %s", n, text)
+			}
+		})
+	}
+}
+
+// serveSession serves the gateway of e over in-process pipes, as
+// `voltmcp serve` does on stdio, and returns an agent's session on it.
+func serveSession(t *testing.T, ctx context.Context, e *Engine) *mcp.ClientSession {
+	t.Helper()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- e.ServeStdio(ctx, sr, sw) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cw.Close()
+		<-done
+	})
+	return cs
+}

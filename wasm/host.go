@@ -50,11 +50,13 @@ type Options struct {
 	// Zero means DefaultMemoryPages.
 	MemoryPages uint32
 	// Timeout bounds one classify or shape call, allocation and copies
-	// included. Zero means DefaultTimeout.
+	// included, for any shape of guest code (see Host). Starting the
+	// call's instance is bounded apart, by the larger of Timeout and five
+	// seconds. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// PoolSize bounds the live instances of each module, and so the calls
-	// one module runs at once. Zero means GOMAXPROCS, at most
-	// MaxDefaultPoolSize.
+	// one module runs at once (each call has an instance of its own).
+	// Zero means GOMAXPROCS, at most MaxDefaultPoolSize.
 	PoolSize int
 	// OnFault, when not nil, is called with every fault that closed an
 	// instance or kept a module from running (see Fault), after the
@@ -128,6 +130,12 @@ func (k FaultKind) reported() bool {
 
 // Host runs plugin modules in one wazero runtime. It is safe for
 // concurrent use.
+//
+// A call's deadline holds whatever the guest's code looks like: wazero
+// closes a module whose call context is done, but notices only at loop
+// back-edges, so Load adds a check at the entry of every function as
+// well (an empty loop), and recursion or a fan-out of calls cannot run
+// past the deadline either.
 type Host struct {
 	rt       wazero.Runtime
 	cache    wazero.CompilationCache
@@ -246,12 +254,19 @@ func (h *Host) Load(_ context.Context, name string, wasm []byte, sha256Pin strin
 	if err != nil {
 		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
 	}
-	return &Module{host: h, name: name, sum: got, bin: wasm, sh: sh,
-		sem: make(chan struct{}, h.poolSize), idle: make(chan *instance, h.poolSize)}, nil
+	bin, err := instrument(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
+	}
+	return &Module{host: h, name: name, sum: got, bin: bin, sh: sh,
+		sem: make(chan struct{}, h.poolSize)}, nil
 }
 
 // Module is one loaded plugin. It is safe for concurrent use: each call
-// takes an instance of its own from a bounded pool.
+// runs on a fresh instance of the module, compiled once, which is closed
+// when the call ends, so no call sees what an earlier one left in the
+// guest's memory or globals. At most Options.PoolSize calls of one module
+// run at once.
 type Module struct {
 	host *Host
 	name string
@@ -263,8 +278,7 @@ type Module struct {
 	compiled   wazero.CompiledModule
 	compileErr error // sticky once the module is found bad
 
-	sem  chan struct{}  // one token per live instance
-	idle chan *instance // instances ready for a call
+	sem chan struct{} // one token per live instance
 }
 
 // Name returns the name the module was loaded under.
@@ -435,17 +449,14 @@ func (m *Module) call(ctx context.Context, export string, input []byte, maxOut u
 	case <-ctx.Done():
 		return nil, nil, m.fault(FaultCanceled, nil, "", ctx.Err())
 	}
-	var inst *instance
-	select {
-	case inst = <-m.idle:
-	default:
-		inst, err = m.instantiate(ctx)
-		if err != nil {
-			<-m.sem
-			return nil, nil, err
-		}
+	// Every call gets an instance of its own, started from the compiled
+	// module, so nothing one call leaves in memory or globals (another
+	// server's output, say) reaches the next.
+	inst, err := m.instantiate(ctx)
+	if err != nil {
+		<-m.sem
+		return nil, nil, err
 	}
-	inst.out.reset()
 	cctx, cancel := context.WithTimeout(ctx, m.host.timeout)
 	defer cancel()
 
@@ -549,9 +560,10 @@ func (m *Module) kindOf(ctx context.Context, inst *instance, err error) FaultKin
 	return FaultTrap
 }
 
-// release returns a healthy instance to the pool.
+// release closes the instance of a call that succeeded and frees its
+// pool token.
 func (m *Module) release(inst *instance) {
-	m.idle <- inst // never blocks: at most poolSize instances hold tokens
+	_ = inst.mod.Close(context.Background())
 	<-m.sem
 }
 
@@ -595,8 +607,3 @@ func (w *capWriter) String() string {
 	return cleanText(string(w.b), w.max, true)
 }
 
-func (w *capWriter) reset() {
-	w.mu.Lock()
-	w.b = w.b[:0]
-	w.mu.Unlock()
-}

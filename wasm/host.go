@@ -606,4 +606,3 @@ func (w *capWriter) String() string {
 	defer w.mu.Unlock()
 	return cleanText(string(w.b), w.max, true)
 }
-

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/policies"
@@ -36,8 +38,14 @@ type guard struct {
 	pol     *policies.Policies
 	polErr  error
 
-	redOnce sync.Once
-	red     *policies.Redactor
+	// red is the redact decision once the policies made it. Until they
+	// do, redactor answers with the built-in spec (redFallback) and asks
+	// the policies again after redactRetry: a redact policy that failed
+	// once, say past its deadline under load, is not given up on.
+	red         atomic.Pointer[policies.Redactor]
+	redMu       sync.Mutex
+	redFallback *policies.Redactor
+	redRetry    time.Time
 
 	decMu sync.Mutex
 	decs  map[decKey]ToolDecision
@@ -123,11 +131,10 @@ func (g *guard) decide(in ToolInput) ToolDecision {
 	for _, r := range pd.Reasons {
 		d.Reasons = append(d.Reasons, r.String())
 	}
-	failed := g.pol.Err() != nil
-	for _, r := range pd.Reasons {
-		failed = failed || r.Rule == "error"
-	}
-	if !failed {
+	// A decision the policies could not make (a load or evaluation
+	// error, a timeout) denies this evaluation only: the next one tries
+	// again, so a deadline missed under load does not stick.
+	if pd.Err == nil {
 		g.decMu.Lock()
 		if len(g.decs) >= maxDecisions {
 			clear(g.decs)
@@ -161,29 +168,46 @@ func policyToolInput(in ToolInput) policies.ToolInput {
 // redactor returns the compiled voltmcp.redact decision: secrets by key
 // name, value pattern, and the values of the env vars the config names.
 func (g *guard) redactor() *policies.Redactor {
-	g.redOnce.Do(func() {
-		var names []string
-		for _, s := range g.cfg.Servers {
-			for k := range s.Env {
-				names = append(names, k)
-			}
-			names = append(names, s.EnvAllowlist...)
-			for _, v := range s.Env {
-				names = append(names, envRefs(v)...)
-			}
-			for _, v := range s.Headers {
-				names = append(names, envRefs(v)...)
-			}
+	if red := g.red.Load(); red != nil {
+		return red
+	}
+	g.redMu.Lock()
+	defer g.redMu.Unlock()
+	if red := g.red.Load(); red != nil {
+		return red
+	}
+	if g.redFallback != nil && time.Now().Before(g.redRetry) {
+		return g.redFallback
+	}
+	var names []string
+	for _, s := range g.cfg.Servers {
+		for k := range s.Env {
+			names = append(names, k)
 		}
-		slices.Sort(names)
-		red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup})
-		if err != nil {
-			g.e.log.Error("redact policy failed; using the built-in patterns", "err", err)
+		names = append(names, s.EnvAllowlist...)
+		for _, v := range s.Env {
+			names = append(names, envRefs(v)...)
 		}
-		g.red = red
-	})
-	return g.red
+		for _, v := range s.Headers {
+			names = append(names, envRefs(v)...)
+		}
+	}
+	slices.Sort(names)
+	red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup})
+	if err == nil {
+		g.red.Store(red)
+		return red
+	}
+	if g.redFallback == nil {
+		g.e.log.Error("redact policy failed; using the built-in patterns until it answers", "err", err)
+	}
+	g.redFallback, g.redRetry = red, time.Now().Add(redactRetry)
+	return red
 }
+
+// redactRetry is how long a redact decision that failed is stood in for
+// by the built-in patterns before the policies are asked again.
+const redactRetry = time.Second
 
 // envRefs returns the NAMEs of the ${env:NAME} references in s.
 func envRefs(s string) []string {

@@ -133,3 +133,43 @@ func BenchmarkPool(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCall is one classify or shape call on a module compiled
+// beforehand, so that ns/op is what a call costs the gateway: starting
+// the call's fresh instance, alloc, call, copy, frees, closing it.
+// Compare builds with benchstat.
+func BenchmarkCall(b *testing.B) {
+	ctx := context.Background()
+	h, _ := newHost(b, wasm.Options{})
+	bi, err := h.Builtin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin, err := os.ReadFile(filepath.Join("..", "examples", "plugins", "as", "classifier.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	as := load(b, h, "as", bin)
+	shapeIn := wasm.ShapeInput{Server: "s", Tool: "logs", Risk: "read", Content: []wasm.Content{{Type: "text", Text: noisyText(1 << 10)}},
+		Limits: wasm.Limits{MaxBytes: 64 << 10, MaxLines: 2000}}
+	for _, bc := range []struct {
+		name string
+		call func() error
+	}{
+		{"classify-builtin", func() error { _, err := bi.Classify(ctx, benchTool); return err }},
+		{"classify-as", func() error { _, err := as.Classify(ctx, benchTool); return err }},
+		{"shape-builtin-1KB", func() error { _, err := bi.Shape(ctx, shapeIn); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if err := bc.call(); err != nil { // compiles, and warms the file cache
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bc.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

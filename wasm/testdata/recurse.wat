@@ -1,7 +1,7 @@
 ;; recurse.wasm: a plugin whose classify and shape never finish. The first
-;; call on an instance (every call, since each call gets a fresh instance)
-;; runs $rec 40 levels deep, two calls per level: 2^40 calls and no loop,
-;; so a deadline checked only at loop back-edges never fires.
+;; call on an instance (every call: a call past its deadline closes its
+;; instance) runs $rec 40 levels deep, two calls per level: 2^40 calls and
+;; no loop, so a deadline checked only at loop back-edges never fires.
 ;; TestRecurseTestdata in ../deadline_test.go keeps recurse.wasm equal to
 ;; what this text describes (run it with -update after a change).
 (module

@@ -66,6 +66,9 @@ func instrument(bin []byte) ([]byte, error) {
 func instrumentCode(sec []byte) ([]byte, error) {
 	s := &reader{b: sec}
 	n := s.u32()
+	if s.err != nil || uint64(n) > uint64(len(sec)) { // each body takes two bytes at least
+		return nil, fmt.Errorf("%d function bodies in %d bytes", n, len(sec))
+	}
 	out := make([]byte, 0, len(sec)+int(n)*(len(entryCheck)+1)+8)
 	out = appendU32(out, n)
 	for i := uint32(0); i < n && s.err == nil; i++ {

@@ -95,8 +95,8 @@ func TestRecurseTestdata(t *testing.T) {
 
 // TestDeadlineHoldsForAnyGuestShape runs guests that never reach their
 // end, in shapes without a loop back-edge (binary recursion, a fan-out of
-// distinct functions) and with one (a memory.grow loop, a host-call
-// loop), against a one-second deadline. Each call must end with a
+// distinct functions, an _initialize that recurses) and with one (a
+// memory.grow loop, a host-call loop), against a one-second deadline. Each call must end with a
 // deadline fault; the bound of a minute only keeps a broken build from
 // hanging the test run.
 func TestDeadlineHoldsForAnyGuestShape(t *testing.T) {
@@ -105,6 +105,11 @@ func TestDeadlineHoldsForAnyGuestShape(t *testing.T) {
 	rec, recOpt := withRecursion(40, 0)
 	fan, fanOpt := withFanOut(40)
 	host, hostOpt := withHostLoop()
+	_, initOpt := withRecursion(40, 0)
+	hangingInit := func(m *wmodule) {
+		initOpt(m)
+		m.funcs = append(m.funcs, wfunc{export: wasm.ExportInitialize, sig: sigVoid, body: cat(i32c(40), []byte{opCall, 5})})
+	}
 	growForever := cat([]byte{opLoop, opBlockVoid}, i32c(0), []byte{opMemoryGrow, 0, opDrop, opBr, 0, opEnd, opUnreachable})
 	tests := []struct {
 		name string
@@ -114,6 +119,8 @@ func TestDeadlineHoldsForAnyGuestShape(t *testing.T) {
 		{"fan-out of calls", abiModule(goodResult, fan, fanOpt)},
 		{"memory.grow loop", abiModule(goodResult, growForever)},
 		{"host-call loop", abiModule(goodResult, host, hostOpt)},
+		// Starting the instance has a deadline of its own (five seconds).
+		{"_initialize recursion", abiModule(goodResult, nil, hangingInit)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

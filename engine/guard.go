@@ -60,7 +60,15 @@ type guard struct {
 
 	riskMu sync.Mutex
 	risks  map[string]riskEntry
+	// riskRetry holds, for a rating that a classifier fault shaped (a
+	// deadline missed under load, say), when to classify again: such a
+	// rating is kept for riskRetryAfter, not for the guard's life.
+	riskRetry map[string]time.Time
 }
+
+// riskRetryAfter is how long a rating shaped by a classifier fault is
+// kept.
+const riskRetryAfter = 30 * time.Second
 
 // decKey identifies a tools decision input; the tool's hash stands for
 // its metadata.
@@ -81,7 +89,7 @@ type riskEntry struct {
 const maxDecisions = 1 << 16
 
 func newGuard(e *Engine, cfg *cue.Config) *guard {
-	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}}
+	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}, riskRetry: map[string]time.Time{}}
 	g.custom = len(e.opts.PolicyDirs) > 0 || len(cfg.Policies) > 0
 	return g
 }
@@ -286,7 +294,8 @@ func (g *guard) plugins(ctx context.Context) *wasm.Chain {
 	return g.chain
 }
 
-// risk classifies a tool once per metadata hash.
+// risk classifies a tool once per metadata hash. A rating that a
+// classifier fault shaped is kept for riskRetryAfter only.
 func (g *guard) risk(server string, t Tool) (Risk, string) {
 	if g.e.opts.Classify != nil {
 		return g.e.opts.Classify(server, t)
@@ -294,10 +303,12 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 	key := server + "\x00" + t.Name + "\x00" + t.Hash
 	g.riskMu.Lock()
 	r, ok := g.risks[key]
+	retry, faulted := g.riskRetry[key]
 	g.riskMu.Unlock()
-	if ok {
+	if ok && (!faulted || time.Now().Before(retry)) {
 		return r.risk, r.reason
 	}
+	faulted = false
 	ctx := context.Background()
 	chain := g.plugins(ctx)
 	if g.plugErr != nil {
@@ -315,9 +326,15 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 		default:
 			r = riskEntry{RiskUnknown, "classifier answered " + c.Risk}
 		}
+		faulted = c.Faulted
 	}
 	g.riskMu.Lock()
 	g.risks[key] = r
+	if faulted {
+		g.riskRetry[key] = time.Now().Add(riskRetryAfter)
+	} else {
+		delete(g.riskRetry, key)
+	}
 	g.riskMu.Unlock()
 	return r.risk, r.reason
 }

@@ -57,13 +57,14 @@ type guard struct {
 	// is set every tool is rated unknown rather than by a chain that
 	// lacks the team's own rules.
 	plugErr error
+	// riskRetry holds, for a rating that a classifier fault shaped (a
+	// deadline missed under load, say), when to classify again: such a
+	// rating is kept for riskRetryAfter, not for the guard's life. It is
+	// guarded by riskMu, as risks is.
+	riskRetry map[string]time.Time
 
 	riskMu sync.Mutex
 	risks  map[string]riskEntry
-	// riskRetry holds, for a rating that a classifier fault shaped (a
-	// deadline missed under load, say), when to classify again: such a
-	// rating is kept for riskRetryAfter, not for the guard's life.
-	riskRetry map[string]time.Time
 }
 
 // riskRetryAfter is how long a rating shaped by a classifier fault is

@@ -94,3 +94,38 @@ func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
 		t.Fatalf("a call with an empty policy directory: %s; want a deny naming it", r.Text)
 	}
 }
+
+// TestRedactFailureIsNotKept builds the redactor while the team's redact
+// policy misses its deadline, so the built-in patterns stand in, and then
+// again after the retry time with the policy back in time: the team's
+// pattern must apply from then on, not be lost for the life of the
+// process.
+func TestRedactFailureIsNotKept(t *testing.T) {
+	dir := writePolicy(t, "redact.rego", "package voltmcp.redact\n\n"+
+		"# Tens of milliseconds of work, so the short deadline below is missed for sure.\n"+
+		"secret_pattern contains `\\bACME-[0-9]{6}\\b` if count([x | some x in numbers.range(1, 200000)]) >= 0\n")
+	load := func(timeout time.Duration) *policies.Policies {
+		p, err := policies.Load(context.Background(), &policies.Options{Dirs: []string{dir}, Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	healthy, failing := load(time.Minute), load(time.Millisecond)
+	opts := workspace(t, map[string]server{"tools": stdio("behave", nil)}, nil)
+	opts.Policies = failing
+	opts.Trust = func(cue.TrustInput) cue.TrustDecision { return cue.TrustDecision{Trusted: true, Reason: "test"} }
+	e := start(t, opts)
+	g := e.guard.Load()
+	const secret = "order ACME-123456 shipped"
+	if got := g.redactor().Redact(secret); !strings.Contains(got, "ACME-123456") {
+		t.Fatalf("with the redact policy past its deadline: %q; want the built-in patterns only", got)
+	}
+	g.pol = healthy
+	g.redMu.Lock()
+	g.redRetry = time.Now().Add(-time.Second)
+	g.redMu.Unlock()
+	if got := g.redactor().Redact(secret); strings.Contains(got, "ACME-123456") {
+		t.Fatalf("with the redact policy back in time: %q; want the team's pattern applied", got)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/policies"
@@ -36,8 +38,14 @@ type guard struct {
 	pol     *policies.Policies
 	polErr  error
 
-	redOnce sync.Once
-	red     *policies.Redactor
+	// red is the redact decision once the policies made it. Until they
+	// do, redactor answers with the built-in spec (redFallback) and asks
+	// the policies again after redactRetry: a redact policy that failed
+	// once, say past its deadline under load, is not given up on.
+	red         atomic.Pointer[policies.Redactor]
+	redMu       sync.Mutex
+	redFallback *policies.Redactor
+	redRetry    time.Time
 
 	decMu sync.Mutex
 	decs  map[decKey]ToolDecision
@@ -49,6 +57,11 @@ type guard struct {
 	// is set every tool is rated unknown rather than by a chain that
 	// lacks the team's own rules.
 	plugErr error
+	// riskRetry holds, for a rating that a classifier fault shaped (a
+	// deadline missed under load, say), when to classify again: such a
+	// rating is kept for riskRetryAfter, not for the guard's life. It is
+	// guarded by riskMu, as risks is.
+	riskRetry map[string]time.Time
 
 	riskMu sync.Mutex
 	risks  map[string]riskEntry
@@ -58,6 +71,10 @@ type guard struct {
 	// that lets a server's annotations lower the risk of its tools.
 	trustHints map[string]bool
 }
+
+// riskRetryAfter is how long a rating shaped by a classifier fault is
+// kept.
+const riskRetryAfter = 30 * time.Second
 
 // decKey identifies a tools decision input; the tool's hash stands for
 // its metadata.
@@ -78,7 +95,7 @@ type riskEntry struct {
 const maxDecisions = 1 << 16
 
 func newGuard(e *Engine, cfg *cue.Config) *guard {
-	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}}
+	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}, riskRetry: map[string]time.Time{}}
 	g.custom = len(e.opts.PolicyDirs) > 0 || len(cfg.Policies) > 0
 	for _, s := range cfg.Servers {
 		if s.TrustToolHints {
@@ -136,11 +153,10 @@ func (g *guard) decide(in ToolInput) ToolDecision {
 	for _, r := range pd.Reasons {
 		d.Reasons = append(d.Reasons, r.String())
 	}
-	failed := g.pol.Err() != nil
-	for _, r := range pd.Reasons {
-		failed = failed || r.Rule == "error"
-	}
-	if !failed {
+	// A decision the policies could not make (a load or evaluation
+	// error, a timeout) denies this evaluation only: the next one tries
+	// again, so a deadline missed under load does not stick.
+	if pd.Err == nil {
 		g.decMu.Lock()
 		if len(g.decs) >= maxDecisions {
 			clear(g.decs)
@@ -174,29 +190,46 @@ func policyToolInput(in ToolInput) policies.ToolInput {
 // redactor returns the compiled voltmcp.redact decision: secrets by key
 // name, value pattern, and the values of the env vars the config names.
 func (g *guard) redactor() *policies.Redactor {
-	g.redOnce.Do(func() {
-		var names []string
-		for _, s := range g.cfg.Servers {
-			for k := range s.Env {
-				names = append(names, k)
-			}
-			names = append(names, s.EnvAllowlist...)
-			for _, v := range s.Env {
-				names = append(names, envRefs(v)...)
-			}
-			for _, v := range s.Headers {
-				names = append(names, envRefs(v)...)
-			}
+	if red := g.red.Load(); red != nil {
+		return red
+	}
+	g.redMu.Lock()
+	defer g.redMu.Unlock()
+	if red := g.red.Load(); red != nil {
+		return red
+	}
+	if g.redFallback != nil && time.Now().Before(g.redRetry) {
+		return g.redFallback
+	}
+	var names []string
+	for _, s := range g.cfg.Servers {
+		for k := range s.Env {
+			names = append(names, k)
 		}
-		slices.Sort(names)
-		red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup})
-		if err != nil {
-			g.e.log.Error("redact policy failed; using the built-in patterns", "err", err)
+		names = append(names, s.EnvAllowlist...)
+		for _, v := range s.Env {
+			names = append(names, envRefs(v)...)
 		}
-		g.red = red
-	})
-	return g.red
+		for _, v := range s.Headers {
+			names = append(names, envRefs(v)...)
+		}
+	}
+	slices.Sort(names)
+	red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup})
+	if err == nil {
+		g.red.Store(red)
+		return red
+	}
+	if g.redFallback == nil {
+		g.e.log.Error("redact policy failed; using the built-in patterns until it answers", "err", err)
+	}
+	g.redFallback, g.redRetry = red, time.Now().Add(redactRetry)
+	return red
 }
+
+// redactRetry is how long a redact decision that failed is stood in for
+// by the built-in patterns before the policies are asked again.
+const redactRetry = time.Second
 
 // envRefs returns the NAMEs of the ${env:NAME} references in s.
 func envRefs(s string) []string {
@@ -275,7 +308,8 @@ func (g *guard) plugins(ctx context.Context) *wasm.Chain {
 	return g.chain
 }
 
-// risk classifies a tool once per metadata hash.
+// risk classifies a tool once per metadata hash. A rating that a
+// classifier fault shaped is kept for riskRetryAfter only.
 func (g *guard) risk(server string, t Tool) (Risk, string) {
 	if g.e.opts.Classify != nil {
 		return g.e.opts.Classify(server, t)
@@ -283,10 +317,12 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 	key := server + "\x00" + t.Name + "\x00" + t.Hash
 	g.riskMu.Lock()
 	r, ok := g.risks[key]
+	retry, faulted := g.riskRetry[key]
 	g.riskMu.Unlock()
-	if ok {
+	if ok && (!faulted || time.Now().Before(retry)) {
 		return r.risk, r.reason
 	}
+	faulted = false
 	ctx := context.Background()
 	chain := g.plugins(ctx)
 	if g.plugErr != nil {
@@ -303,9 +339,15 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 		default:
 			r = riskEntry{RiskUnknown, "classifier answered " + c.Risk}
 		}
+		faulted = c.Faulted
 	}
 	g.riskMu.Lock()
 	g.risks[key] = r
+	if faulted {
+		g.riskRetry[key] = time.Now().Add(riskRetryAfter)
+	} else {
+		delete(g.riskRetry, key)
+	}
 	g.riskMu.Unlock()
 	return r.risk, r.reason
 }

@@ -374,7 +374,7 @@ func (s *supervisor) quarantinedOnFirstSight(tools []Tool) bool {
 		}
 		pol := g.policies()
 		d := pol.Tools(context.Background(), policyToolInput(in))
-		if d.Quarantined || pol.Err() != nil {
+		if d.Quarantined || d.Err != nil {
 			return true
 		}
 		for _, r := range d.Reasons {

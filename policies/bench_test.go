@@ -3,8 +3,10 @@ package policies
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkTools measures one tools decision: memoized (the hot call path,
@@ -84,5 +86,43 @@ func BenchmarkRedactor(b *testing.B) {
 		if _, err := p.Redactor(context.Background(), RedactInput{EnvNames: []string{"A_TOKEN"}, LookupEnv: lookupCanary}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkToolsTail measures the spread of evaluated tools decisions (memo
+// off), the figure the evaluation deadline must clear: besides ns/op it
+// reports the median, the 99th percentile and the slowest evaluation, and
+// first-ns, the first evaluation after Load (which builds OPA's rule
+// indexes). Run it with CPU load beside it (two `yes > /dev/null`, say)
+// to see what a busy machine does to the tail.
+func BenchmarkToolsTail(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		dirs []string
+	}{{"default", nil}, {"examples", []string{examplesDir}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			opts := &Options{DisableMemo: true, Dirs: bc.dirs, Timeout: time.Minute}
+			p := mustLoad(b, opts)
+			ctx := context.Background()
+			in := githubTool()
+			in.IncludeTools = []string{"create_*", "list_*", "get_*"}
+			in.ExcludeTools = []string{"delete_*"}
+			start := time.Now()
+			if d := p.Tools(ctx, in); !d.Allowed {
+				b.Fatalf("got %+v", d)
+			}
+			first := time.Since(start)
+			var ds []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				p.Tools(ctx, in)
+				ds = append(ds, time.Since(start))
+			}
+			slices.Sort(ds)
+			b.ReportMetric(float64(first.Nanoseconds()), "first-ns")
+			b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(ds[len(ds)*99/100].Nanoseconds()), "p99-ns")
+			b.ReportMetric(float64(ds[len(ds)-1].Nanoseconds()), "max-ns")
+		})
 	}
 }

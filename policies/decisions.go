@@ -45,6 +45,12 @@ type TrustDecision struct {
 	// names each file.
 	NeedsTrust bool     `json:"needs_trust"`
 	Reasons    []Reason `json:"reasons"`
+	// Err is why the policies could not decide, for a decision that
+	// failed closed (a load or evaluation error, a timeout, an undefined
+	// or malformed decision); nil for a decision the policies made. A
+	// decision with an error holds for that evaluation only: callers must
+	// not keep it.
+	Err error `json:"-"`
 }
 
 // Server is the server part of a ToolInput.
@@ -157,6 +163,8 @@ type ToolDecision struct {
 	// whether the server must wait for approval.
 	Quarantined bool     `json:"quarantined"`
 	Reasons     []Reason `json:"reasons"`
+	// Err is why the policies could not decide, as in TrustDecision.
+	Err error `json:"-"`
 }
 
 // RemoteInput is the input document of the voltmcp.remote decision.
@@ -178,35 +186,39 @@ type RemoteInput struct {
 type Decision struct {
 	Allow   bool     `json:"allow"`
 	Reasons []Reason `json:"reasons"`
+	// Err is why the policies could not decide, as in TrustDecision.
+	Err error `json:"-"`
 }
 
 // Trust decides whether a project's MCP config loads. It fails closed:
-// on any policy error the project is untrusted and the reason says why.
+// on any policy error the project is untrusted, the reason says why and
+// Err is the error.
 func (p *Policies) Trust(ctx context.Context, in TrustInput) TrustDecision {
 	d, err := decideTyped(ctx, p, AreaTrust, in, p.decodeTrust)
 	if err != nil {
-		return TrustDecision{Reasons: []Reason{p.failReason(AreaTrust, err)}}
+		return TrustDecision{Reasons: []Reason{p.failReason(AreaTrust, err)}, Err: err}
 	}
 	return d
 }
 
 // Tools decides whether a tool is exposed and whether a call is allowed.
 // It fails closed: on any policy error the tool is neither exposed nor
-// allowed and the reason says why.
+// allowed, the reason says why and Err is the error.
 func (p *Policies) Tools(ctx context.Context, in ToolInput) ToolDecision {
 	d, err := decideTyped(ctx, p, AreaTools, in, p.decodeTools)
 	if err != nil {
-		return ToolDecision{Reasons: []Reason{p.failReason(AreaTools, err)}}
+		return ToolDecision{Reasons: []Reason{p.failReason(AreaTools, err)}, Err: err}
 	}
 	return d
 }
 
 // Remote decides whether a caller may run an RPC or daemon command. It
-// fails closed: on any policy error the command is refused.
+// fails closed: on any policy error the command is refused and Err is
+// the error.
 func (p *Policies) Remote(ctx context.Context, in RemoteInput) Decision {
 	d, err := decideTyped(ctx, p, AreaRemote, in, p.decodeRemote)
 	if err != nil {
-		return Decision{Reasons: []Reason{p.failReason(AreaRemote, err)}}
+		return Decision{Reasons: []Reason{p.failReason(AreaRemote, err)}, Err: err}
 	}
 	return d
 }

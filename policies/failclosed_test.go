@@ -274,3 +274,44 @@ func TestEvalReportsFaults(t *testing.T) {
 		t.Fatal("malformed input accepted")
 	}
 }
+
+// TestEmptyPolicyDirectoryFailsClosed configures a policy directory that
+// holds no policy (nothing, or only tests): the set fails to load, naming
+// the directory, and every decision denies, as for a broken policy.
+func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
+	t.Parallel()
+	onlyTests, _ := writePolicy(t, "team_test.rego", "package voltmcp.tools_test\n\ntest_nothing if true\n")
+	for name, dir := range map[string]string{"empty": t.TempDir(), "only tests": onlyTests} {
+		for _, project := range []bool{false, true} {
+			o := &Options{Dirs: []string{dir}}
+			if project {
+				o = &Options{ProjectDirs: []string{dir}}
+			}
+			p, err := Load(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "holds no policy") {
+				t.Fatalf("%s (project %v): error %v; want one naming the directory", name, project, err)
+			}
+			assertClosed(t, p, dir)
+		}
+	}
+}
+
+// TestFailedDecisionIsNotMemoized evaluates one input past a deadline and
+// then within one: the first decision fails closed with Err set, the
+// second is the policies' own, with Err nil.
+func TestFailedDecisionIsNotMemoized(t *testing.T) {
+	t.Parallel()
+	dir, _ := writePolicy(t, "team.rego", "package voltmcp.tools\n\n# Work that never denies, slow enough to miss a millisecond.\ndeny contains \"never\" if count([x | some x in numbers.range(1, 200000)]) < 0\n")
+	p, err := Load(context.Background(), &Options{Dirs: []string{dir}, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if d := p.Tools(short, githubTool()); d.Allowed || d.Err == nil {
+		t.Fatalf("past the deadline: %+v; want a fail-closed deny with Err set", d)
+	}
+	if d := p.Tools(context.Background(), githubTool()); !d.Allowed || d.Err != nil {
+		t.Fatalf("within the deadline: %+v; want the policies' allow", d)
+	}
+}

@@ -133,7 +133,11 @@ func parseBundle(bundle fs.FS, caps *ast.Capabilities, withTests bool) ([]source
 }
 
 // regoFiles lists the .rego files under each path (a file or a directory,
-// searched recursively). A missing path is an error.
+// searched recursively). A missing path is an error, and so is a
+// directory with no policy file in it (with withTests, no .rego file at
+// all): whoever configured it meant to have policies there, so a set
+// without them fails closed, as a broken one does, rather than decide by
+// the built-in rules alone.
 func regoFiles(paths []string, withTests bool) ([]string, error) {
 	var out []string
 	for _, p := range paths {
@@ -145,6 +149,7 @@ func regoFiles(paths []string, withTests bool) ([]string, error) {
 			out = append(out, p)
 			continue
 		}
+		before := len(out)
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -160,6 +165,13 @@ func regoFiles(paths []string, withTests bool) ([]string, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read policy directory %s: %w", p, err)
+		}
+		if len(out) == before {
+			what := "no policy: no .rego file other than *_test.rego"
+			if withTests {
+				what = "no .rego file"
+			}
+			return nil, fmt.Errorf("policy directory %s holds %s", p, what)
 		}
 	}
 	return out, nil

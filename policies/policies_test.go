@@ -13,7 +13,7 @@ import (
 // mustLoad loads policies for a test. Unless the test sets a deadline, it
 // gets a generous one: these tests check decisions, not speed, and a
 // loaded machine (or -race) can make one evaluation take longer than the
-// default 100ms, which would rightly fail closed.
+// default deadline, which would rightly fail closed.
 func mustLoad(t testing.TB, opts *Options) *Policies {
 	t.Helper()
 	o := Options{}

@@ -114,6 +114,10 @@ type Classification struct {
 	// Module names the module that decided. The host fills it in; a
 	// guest need not send it and whatever it sends is replaced.
 	Module string `json:"module,omitempty"`
+	// Faulted is set by Chain.Classify when a classifier asked before the
+	// answer faulted, so the answer may not be the one the chain gives
+	// when every module works: a caller should not keep it for long.
+	Faulted bool `json:"-"`
 }
 
 // ShapeInput is the document shape receives: one tool result.

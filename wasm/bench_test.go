@@ -2,6 +2,7 @@ package wasm_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -132,4 +133,56 @@ func BenchmarkPool(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCall is one classify or shape call on a module compiled
+// beforehand, so that ns/op is what a call costs the gateway: alloc,
+// call, copy and frees on the server's idle instance, and for the
+// new-server cases starting a fresh instance and closing one. Compare
+// builds with benchstat.
+func BenchmarkCall(b *testing.B) {
+	ctx := context.Background()
+	h, _ := newHost(b, wasm.Options{})
+	bi, err := h.Builtin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin, err := os.ReadFile(filepath.Join("..", "examples", "plugins", "as", "classifier.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	as := load(b, h, "as", bin)
+	turn := 0
+	nextServer := func() wasm.ClassifyInput {
+		in := benchTool
+		in.Server = fmt.Sprint("server-", turn%(2*wasm.MaxDefaultPoolSize))
+		turn++
+		return in
+	}
+	shapeIn := wasm.ShapeInput{Server: "s", Tool: "logs", Risk: "read", Content: []wasm.Content{{Type: "text", Text: noisyText(1 << 10)}},
+		Limits: wasm.Limits{MaxBytes: 64 << 10, MaxLines: 2000}}
+	for _, bc := range []struct {
+		name string
+		call func() error
+	}{
+		{"classify-builtin", func() error { _, err := bi.Classify(ctx, benchTool); return err }},
+		{"classify-as", func() error { _, err := as.Classify(ctx, benchTool); return err }},
+		{"shape-builtin-1KB", func() error { _, err := bi.Shape(ctx, shapeIn); return err }},
+		// More servers in turn than the pool keeps instances for: every
+		// call starts a fresh instance.
+		{"classify-builtin-new-server", func() error { _, err := bi.Classify(ctx, nextServer()); return err }},
+		{"classify-as-new-server", func() error { _, err := as.Classify(ctx, nextServer()); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if err := bc.call(); err != nil { // compiles, and warms the file cache
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bc.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -22,7 +22,8 @@ type Chain struct {
 // is not unknown, so an earlier module can defer to a later one by saying
 // unknown. A classifier that faults is skipped. When no classifier knows,
 // the result is unknown, with the last unknown reason or, when every
-// classifier faulted, the faults as reason. Classify never fails.
+// classifier faulted, the faults as reason. Classify never fails; the
+// result's Faulted says whether a fault shaped it.
 func (c *Chain) Classify(ctx context.Context, in ClassifyInput) Classification {
 	res := Classification{Risk: RiskUnknown, Reason: "no classifier"}
 	var faults []string
@@ -37,6 +38,7 @@ func (c *Chain) Classify(ctx context.Context, in ClassifyInput) Classification {
 			continue
 		}
 		if got.Risk != RiskUnknown {
+			got.Faulted = len(faults) > 0
 			return got
 		}
 		res, answered = got, true
@@ -44,6 +46,7 @@ func (c *Chain) Classify(ctx context.Context, in ClassifyInput) Classification {
 	if !answered && len(faults) > 0 {
 		res.Reason = cleanText(joinNotes(faults), MaxReasonBytes, false)
 	}
+	res.Faulted = len(faults) > 0
 	return res
 }
 

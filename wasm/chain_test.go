@@ -26,9 +26,9 @@ func TestChainClassifyOrder(t *testing.T) {
 	}{
 		{"empty", wasm.Chain{}, wasm.Classification{Risk: "unknown", Reason: "no classifier"}},
 		{"first known wins", wasm.Chain{Classifiers: []*wasm.Module{unknown, write, read}}, wasm.Classification{Risk: "write", Reason: "house rule", Module: "writer"}},
-		{"fault skipped", wasm.Chain{Classifiers: []*wasm.Module{trap, shaper, read}}, wasm.Classification{Risk: "read", Reason: "other rule", Module: "reader"}},
-		{"all unknown", wasm.Chain{Classifiers: []*wasm.Module{trap, unknown}}, wasm.Classification{Risk: "unknown", Reason: "not mine", Module: "defers"}},
-		{"all faulted", wasm.Chain{Classifiers: []*wasm.Module{trap, trap}}, wasm.Classification{Risk: "unknown", Reason: "plugin fault: trapper trap; trapper trap"}},
+		{"fault skipped", wasm.Chain{Classifiers: []*wasm.Module{trap, shaper, read}}, wasm.Classification{Risk: "read", Reason: "other rule", Module: "reader", Faulted: true}},
+		{"all unknown", wasm.Chain{Classifiers: []*wasm.Module{trap, unknown}}, wasm.Classification{Risk: "unknown", Reason: "not mine", Module: "defers", Faulted: true}},
+		{"all faulted", wasm.Chain{Classifiers: []*wasm.Module{trap, trap}}, wasm.Classification{Risk: "unknown", Reason: "plugin fault: trapper trap; trapper trap", Faulted: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,11 +51,13 @@ type Options struct {
 	// Zero means DefaultMemoryPages.
 	MemoryPages uint32
 	// Timeout bounds one classify or shape call, allocation and copies
-	// included. Zero means DefaultTimeout.
+	// included, for any shape of guest code (see Host). Starting the
+	// call's instance is bounded apart, by the larger of Timeout and five
+	// seconds. Zero means DefaultTimeout.
 	Timeout time.Duration
-	// PoolSize bounds the live instances of each module, and so the calls
-	// one module runs at once. Zero means GOMAXPROCS, at most
-	// MaxDefaultPoolSize.
+	// PoolSize bounds the calls one module runs at once, and the idle
+	// instances it keeps for its servers' next calls. Zero means
+	// GOMAXPROCS, at most MaxDefaultPoolSize.
 	PoolSize int
 	// OnFault, when not nil, is called with every fault that closed an
 	// instance or kept a module from running (see Fault), after the
@@ -128,6 +131,12 @@ func (k FaultKind) reported() bool {
 
 // Host runs plugin modules in one wazero runtime. It is safe for
 // concurrent use.
+//
+// A call's deadline holds whatever the guest's code looks like: wazero
+// closes a module whose call context is done, but notices only at loop
+// back-edges, so Load adds a check at the entry of every function as
+// well (an empty loop), and recursion or a fan-out of calls cannot run
+// past the deadline either.
 type Host struct {
 	rt       wazero.Runtime
 	cache    wazero.CompilationCache
@@ -246,12 +255,21 @@ func (h *Host) Load(_ context.Context, name string, wasm []byte, sha256Pin strin
 	if err != nil {
 		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
 	}
-	return &Module{host: h, name: name, sum: got, bin: wasm, sh: sh,
-		sem: make(chan struct{}, h.poolSize), idle: make(chan *instance, h.poolSize)}, nil
+	bin, err := instrument(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
+	}
+	return &Module{host: h, name: name, sum: got, bin: bin, sh: sh,
+		sem: make(chan struct{}, h.poolSize)}, nil
 }
 
-// Module is one loaded plugin. It is safe for concurrent use: each call
-// takes an instance of its own from a bounded pool.
+// Module is one loaded plugin. It is safe for concurrent use. An instance
+// of the module serves the calls of one server only (ClassifyInput.Server,
+// ShapeInput.Server): a call runs on an idle instance of its server or on
+// a fresh one, started from the module compiled once, so no call sees
+// what a call for another server left in the guest's memory, globals or
+// tables. At most Options.PoolSize calls of one module run at once, and at
+// most PoolSize instances wait idle; an instance that faults is closed.
 type Module struct {
 	host *Host
 	name string
@@ -263,8 +281,10 @@ type Module struct {
 	compiled   wazero.CompiledModule
 	compileErr error // sticky once the module is found bad
 
-	sem  chan struct{}  // one token per live instance
-	idle chan *instance // instances ready for a call
+	sem chan struct{} // one token per call in flight
+
+	idleMu sync.Mutex
+	idle   []*instance // at most PoolSize, oldest first
 }
 
 // Name returns the name the module was loaded under.
@@ -317,7 +337,7 @@ func (m *Module) Classify(ctx context.Context, in ClassifyInput) (Classification
 	if err != nil {
 		return Classification{}, m.fault(FaultInput, nil, "", fmt.Errorf("encode input: %w", err))
 	}
-	out, inst, err := m.call(ctx, ExportClassify, b, MaxClassifyOutput)
+	out, inst, err := m.call(ctx, in.Server, ExportClassify, b, MaxClassifyOutput)
 	if err != nil {
 		return Classification{}, err
 	}
@@ -353,7 +373,7 @@ func (m *Module) Shape(ctx context.Context, in ShapeInput) (Shaped, error) {
 	if uint64(len(b)) > uint64(m.host.memPages)*65536/4 {
 		return Shaped{}, m.fault(FaultOversized, nil, "", fmt.Errorf("input of %d bytes would not fit a quarter of the memory limit", len(b)))
 	}
-	out, inst, err := m.call(ctx, ExportShape, b, MaxShapeOutput)
+	out, inst, err := m.call(ctx, in.Server, ExportShape, b, MaxShapeOutput)
 	if err != nil {
 		return Shaped{}, err
 	}
@@ -406,6 +426,9 @@ func checkShaped(in []Content, s *Shaped) error {
 
 // instance is one instantiated module with its exports resolved.
 type instance struct {
+	// server is the server whose calls the instance serves; it never
+	// serves another's.
+	server           string
 	mod              api.Module
 	mem              api.Memory
 	alloc, free, run api.Function
@@ -416,7 +439,7 @@ type instance struct {
 // call runs one export on one instance: allocate, write the input, call,
 // read and copy the output, free both buffers. On success the caller owns
 // inst and must release or discard it.
-func (m *Module) call(ctx context.Context, export string, input []byte, maxOut uint32) (_ []byte, _ *instance, err error) {
+func (m *Module) call(ctx context.Context, server, export string, input []byte, maxOut uint32) (_ []byte, _ *instance, err error) {
 	if m.host.isClosed() {
 		return nil, nil, m.fault(FaultClosed, nil, "", errors.New("host closed"))
 	}
@@ -435,15 +458,17 @@ func (m *Module) call(ctx context.Context, export string, input []byte, maxOut u
 	case <-ctx.Done():
 		return nil, nil, m.fault(FaultCanceled, nil, "", ctx.Err())
 	}
-	var inst *instance
-	select {
-	case inst = <-m.idle:
-	default:
+	// An instance serves one server's calls only, so nothing a call
+	// leaves in memory or globals (a server's output, say) reaches
+	// another server's answer.
+	inst := m.takeIdle(server)
+	if inst == nil {
 		inst, err = m.instantiate(ctx)
 		if err != nil {
 			<-m.sem
 			return nil, nil, err
 		}
+		inst.server = server
 	}
 	inst.out.reset()
 	cctx, cancel := context.WithTimeout(ctx, m.host.timeout)
@@ -549,9 +574,34 @@ func (m *Module) kindOf(ctx context.Context, inst *instance, err error) FaultKin
 	return FaultTrap
 }
 
-// release returns a healthy instance to the pool.
+// takeIdle returns an idle instance that serves server, or nil.
+func (m *Module) takeIdle(server string) *instance {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	for i := len(m.idle) - 1; i >= 0; i-- {
+		if inst := m.idle[i]; inst.server == server {
+			m.idle = slices.Delete(m.idle, i, i+1)
+			return inst
+		}
+	}
+	return nil
+}
+
+// release keeps the instance of a call that succeeded for its server's
+// next call, closing the longest idle instance when PoolSize are idle
+// already, and frees the call's pool token.
 func (m *Module) release(inst *instance) {
-	m.idle <- inst // never blocks: at most poolSize instances hold tokens
+	m.idleMu.Lock()
+	var evict *instance
+	if len(m.idle) >= m.host.poolSize {
+		evict = m.idle[0]
+		m.idle = slices.Delete(m.idle, 0, 1)
+	}
+	m.idle = append(m.idle, inst)
+	m.idleMu.Unlock()
+	if evict != nil {
+		_ = evict.mod.Close(context.Background())
+	}
 	<-m.sem
 }
 

@@ -24,7 +24,9 @@ func trustCommand() *command {
 
 Shows what the project's MCP config (.mcp.json and .volt/mcp.json) would
 run: each server's command and arguments, the names of the environment
-variables it gets, its URL (credentials hidden) and the policies it adds.
+variables it gets, its URL (credentials hidden), every variable of your
+environment it reads with ${env:NAME} and the field it goes into (args,
+url, env, headers, auth and any other), and the policies it adds.
 Then asks for confirmation and records trust in the state directory,
 bound to the files' content: once a file changes, the project is
 untrusted again until you run this again. --yes records without asking
@@ -133,7 +135,10 @@ type trustServer struct {
 	Allowlist []string `json:"envAllowlist,omitempty"`
 	URL       string   `json:"url,omitempty"`
 	Headers   []string `json:"headerNames,omitempty"`
-	Enabled   bool     `json:"enabled"`
+	// EnvRefs is every host variable the definition reads, with the
+	// field that reads it: what the server would be sent once trusted.
+	EnvRefs []cue.EnvRefUse `json:"envRefs,omitempty"`
+	Enabled bool            `json:"enabled"`
 }
 
 // projectListing lists the servers whose definition comes from a project
@@ -145,7 +150,7 @@ func projectListing(res *cue.Result) []trustServer {
 			continue
 		}
 		ts := trustServer{ID: s.ID, Layer: string(s.Layer), Transport: s.Transport, Command: s.Command, Args: s.Args,
-			Cwd: s.Cwd, Allowlist: s.EnvAllowlist, URL: cue.RedactURL(s.URL), Enabled: s.Enabled}
+			Cwd: s.Cwd, Allowlist: s.EnvAllowlist, URL: cue.RedactURL(s.URL), EnvRefs: s.EnvRefUses(), Enabled: s.Enabled}
 		for k := range s.Env {
 			ts.EnvNames = append(ts.EnvNames, k)
 		}
@@ -191,6 +196,9 @@ func writeListing(e *env, rec cue.TrustRecord, servers []trustServer, res *cue.R
 		}
 		if len(s.Headers) > 0 {
 			fmt.Fprintf(w, "  headers  %s\n", strings.Join(s.Headers, ", "))
+		}
+		for _, r := range s.EnvRefs {
+			fmt.Fprintf(w, "  reads    %s from your environment, into %s\n", r.Name, r.Field)
 		}
 	}
 	for _, p := range res.Config.Policies {

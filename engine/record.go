@@ -17,6 +17,7 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -522,7 +523,7 @@ func callRecord(in ToolInput, d ToolDecision, args json.RawMessage, guardKey str
 		Args: audit.SummarizeArgs(args), Decision: &audit.Decision{Allowed: d.Allowed, Reasons: d.Reasons},
 		Detail: map[string]any{
 			"risk_reason": in.RiskReason, "pin_state": in.Pin.State, "pin_change": in.Pin.Change, "quarantined": in.Quarantined,
-			"server_scope": scope, "transport": in.Server.Transport, "command": in.Server.Command, "args": in.Server.Args,
+			"server_scope": scope, "transport": in.Server.Transport, "command": in.Server.Command, "args": redact.Args(in.Server.Args),
 			"url": cue.RedactURL(in.Server.URL), "include_tools": in.Server.IncludeTools, "exclude_tools": in.Server.ExcludeTools,
 			"tool_hash": in.Tool.Hash,
 		}}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Discovery bounds: a server that pages forever is cut off.
@@ -323,6 +324,9 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 		return nil, err
 	}
 	s.scrub.add(secrets...)
+	// Literal credentials in the arguments (--token V, a URL's query):
+	// a child that echoes its command line must not show them.
+	s.scrub.add(redact.ArgSecrets(s.cfg.Args)...)
 	args := make([]string, len(s.cfg.Args))
 	for i, a := range s.cfg.Args {
 		if args[i], err = cue.ExpandEnv(a, s.e.lookup); err != nil {

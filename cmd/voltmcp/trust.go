@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 func trustCommand() *command {
@@ -149,7 +150,7 @@ func projectListing(res *cue.Result) []trustServer {
 		if !s.Layer.IsProject() {
 			continue
 		}
-		ts := trustServer{ID: s.ID, Layer: string(s.Layer), Transport: s.Transport, Command: s.Command, Args: s.Args,
+		ts := trustServer{ID: s.ID, Layer: string(s.Layer), Transport: s.Transport, Command: s.Command, Args: redact.Args(s.Args),
 			Cwd: s.Cwd, Allowlist: s.EnvAllowlist, URL: cue.RedactURL(s.URL), EnvRefs: s.EnvRefUses(), Enabled: s.Enabled}
 		for k := range s.Env {
 			ts.EnvNames = append(ts.EnvNames, k)

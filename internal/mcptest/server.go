@@ -75,7 +75,7 @@ func isSDKMode(mode string) bool {
 func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
-		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify:
+		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHostileWire:
 		return true
 	}
 	return false

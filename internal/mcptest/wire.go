@@ -1,0 +1,87 @@
+package mcptest
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+)
+
+// ModeHostileWire is a raw server whose every text outside tool metadata
+// is hostile: its serverInfo fields (name, version, title, instructions,
+// the last of HostileInstructionsBytes), its JSON-RPC error messages and
+// its stderr carry terminal escapes (colour, OSC 8 hyperlinks, a window
+// title, ESC ( B), C1 controls, bidi overrides, tag characters and
+// zero-width characters. On start it writes to stderr its arguments and, and in the error
+// of every tools/call it quotes, the value of every environment variable
+// whose name starts with WireSecretPrefix: as is, URL-encoded, and
+// base64-encoded inside "user:VALUE" (as Basic credentials are), the
+// way a careless server echoes its configuration.
+const ModeHostileWire = "hostile-wire"
+
+// Mode hostile-wire.
+const (
+	// WireSecretPrefix starts the names of the variables whose values mode
+	// hostile-wire echoes.
+	WireSecretPrefix = "WIRE_SECRET"
+	// ToolWireFail is the one tool of mode hostile-wire; every call of it
+	// is answered with a JSON-RPC error.
+	ToolWireFail = "wire_fail"
+	// WireStderrMarker is plain text in the stderr of mode hostile-wire.
+	WireStderrMarker = "wire-stderr-line"
+	// WireErrorMarker is plain text in each JSON-RPC error message of mode
+	// hostile-wire.
+	WireErrorMarker = "wire-error-text"
+	// HostileInstructionsBytes is the length of mode hostile-wire's
+	// serverInfo instructions.
+	HostileInstructionsBytes = 200 << 10
+)
+
+// WireHostile is the hostile text mode hostile-wire puts in its fields:
+// every kind of escape and invisible character voltmcp removes, around
+// visible words.
+const WireHostile = "\x1b[31mred\x1b[0m \x1b]8;;https://evil.example/\x1b\\link\x1b]8;;\x1b\\ \x1b]0;title\x07" +
+	"\x1b(Bplain \u009b2Jc1 \u202eevil\u202c \u2066iso\u2069 tag\U000E0041\U000E0042 zero\u200bwidth \u00adsoft"
+
+// wireSecrets returns the values mode hostile-wire echoes, sorted.
+func wireSecrets() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, WireSecretPrefix) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// wireEcho is the text that quotes every secret in its three forms.
+func wireEcho() string {
+	var b strings.Builder
+	for _, v := range wireSecrets() {
+		fmt.Fprintf(&b, " plain=%s url=%s basic=%s", v, url.QueryEscape(v), base64.StdEncoding.EncodeToString([]byte("user:"+v)))
+	}
+	return b.String()
+}
+
+// wireStart writes mode hostile-wire's stderr: the hostile text, the
+// secrets and the process's arguments.
+func wireStart() {
+	fmt.Fprintf(os.Stderr, "%s %s%s\nargv %s\n", WireStderrMarker, WireHostile, wireEcho(), strings.Join(os.Args[1:], " "))
+}
+
+// wireServerInfo is mode hostile-wire's serverInfo.
+func wireServerInfo() map[string]any {
+	instr := strings.Repeat(WireHostile+" ", HostileInstructionsBytes/len(WireHostile)+1)
+	return map[string]any{
+		"name": "wire" + WireHostile, "version": "1.0\x1b[2J" + WireHostile, "title": "Wire " + WireHostile,
+		"websiteUrl": "https://x.example/\x1b]8;;evil\x07", "instructions": instr,
+	}
+}
+
+// wireError is the message of mode hostile-wire's JSON-RPC errors.
+func wireError() string {
+	return WireErrorMarker + " " + WireHostile + wireEcho()
+}

@@ -16,11 +16,13 @@ func TestCleanOutput(t *testing.T) {
 		{"a\x1bMb", "ab"},
 		{"crlf\r\nline\rover", "crlf\nline\nover"},
 		{"bell\x07 nul\x00 del\x7f", "bell nul del"},
-		{"c1\u009b31m and \u0085next", "c131m and next"},
+		{"c1\u009b31m and \u0085next", "c1 and next"},
 		{"bidi \u202eesrever\u202c and \u2066isolate\u2069", "bidi esrever and isolate"},
 		{"zero\u200bwidth\u200d joiner\ufeff", "zerowidth joiner"},
 		{"tags \U000E0049\U000E0047\U000E004E hidden", "tags  hidden"},
-		{"bad \xff\xfe utf8", "bad \ufffd\ufffd utf8"},
+		{"bad \xff\xfe utf8", "bad \ufffd utf8"},
+		{"\x1b(Bcharset \x1b)0switch", "charset switch"},
+		{"soft\u00adhyphen \u061cmark \u180emongolian", "softhyphen mark mongolian"},
 		{"\x1b[", ""},
 	} {
 		got, n := cleanOutput(tt.in)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 func TestValidName(t *testing.T) {
@@ -332,9 +334,9 @@ func checkText(t *testing.T, out string, maxChars int) {
 		case ru == '\n' || ru == '\t':
 		case ru < 0x20 || ru >= 0x7f && ru < 0xa0:
 			t.Fatalf("control %U in %q", ru, out)
-		case isInvisible(ru):
+		case sanitize.Invisible(ru):
 			t.Fatalf("invisible %U in %q", ru, out)
-		case isVariationSelector(ru) && (prev == -1 || isVariationSelector(prev) || prev == ' ' || prev == '\n' || prev == '\t'):
+		case sanitize.IsVariationSelector(ru) && (prev == -1 || sanitize.IsVariationSelector(prev) || prev == ' ' || prev == '\n' || prev == '\t'):
 			t.Fatalf("stray variation selector in %q", out)
 		}
 		prev = ru

@@ -20,3 +20,11 @@ func cleanText(s string, maxChars int) string {
 	out, _ := sanitize.Text(s, maxChars)
 	return out
 }
+
+// serverInfoMaxChars caps the short serverInfo fields a server reports of
+// itself (name, version, protocol version); its title is capped like a
+// tool's.
+const serverInfoMaxChars = 128
+
+// progressMaxChars caps a progress notification's message.
+const progressMaxChars = 1024

@@ -88,14 +88,17 @@ func (s *scrubber) text(t string) string {
 	return st.values.Text(t)
 }
 
-// err returns err with its text scrubbed. The result answers errors.Is
-// for the original chain (context.DeadlineExceeded stays recognizable) but
-// does not unwrap: a cause printed on its own could show the secret.
+// err returns err with its text cleaned (an upstream server's error
+// message is untrusted text: see cleanText) and scrubbed, in that order,
+// so that an escape sequence inside a secret cannot hide it from the
+// scrubber. The result answers errors.Is for the original chain
+// (context.DeadlineExceeded stays recognizable) but does not unwrap: a
+// cause printed on its own could show the secret.
 func (s *scrubber) err(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &scrubbedError{msg: s.text(err.Error()), cause: err}
+	return &scrubbedError{msg: s.text(cleanText(err.Error(), 0)), cause: err}
 }
 
 type scrubbedError struct {

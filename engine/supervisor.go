@@ -397,9 +397,13 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 	var caps *mcp.ServerCapabilities
 	if init != nil {
 		caps = init.Capabilities
-		m.ProtocolVersion = init.ProtocolVersion
+		// What the server says of itself is untrusted text like its
+		// tools' metadata: cleaned, and capped like a title.
+		m.ProtocolVersion = cleanText(init.ProtocolVersion, serverInfoMaxChars)
 		if init.ServerInfo != nil {
-			m.Name, m.Title, m.Version = init.ServerInfo.Name, init.ServerInfo.Title, init.ServerInfo.Version
+			m.Name = cleanText(init.ServerInfo.Name, serverInfoMaxChars)
+			m.Title = cleanText(init.ServerInfo.Title, l.MaxTitleChars)
+			m.Version = cleanText(init.ServerInfo.Version, serverInfoMaxChars)
 		}
 		m.Capabilities, _ = json.Marshal(caps)
 	}
@@ -452,7 +456,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			return r.NextCursor, nil
 		})
 		if err != nil {
-			m.Notes = append(m.Notes, "resource templates: "+s.scrub.text(err.Error()))
+			m.Notes = append(m.Notes, "resource templates: "+s.scrub.err(err).Error())
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
@@ -705,7 +709,7 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 		msg = msg[:maxProgressMessage]
 	}
 	s.e.bus.publish(Event{Type: EventCallUpdate, Server: s.cfg.ID, Tool: tool, CallID: id, CallStatus: "running",
-		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(msg)})
+		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(cleanText(msg, progressMaxChars))})
 }
 
 // call runs one tool call on the server. callID doubles as the progress
@@ -929,7 +933,7 @@ func lastLine(b []byte) string {
 	if len(text) > 300 {
 		text = text[len(text)-300:]
 	}
-	return strings.ToValidUTF8(text, "?")
+	return cleanText(text, 0)
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -10,8 +10,9 @@ import (
 )
 
 // ModeHostileWire is a raw server whose every text outside tool metadata
-// is hostile: its serverInfo fields (name, version, title, instructions,
-// the last of HostileInstructionsBytes), its JSON-RPC error messages and
+// is hostile: its serverInfo fields (name, version and title, each with
+// 10 KiB of letters after the hostile text, and instructions of
+// HostileInstructionsBytes), its JSON-RPC error messages and
 // its stderr carry terminal escapes (colour, OSC 8 hyperlinks, a window
 // title, ESC ( B), C1 controls, bidi overrides, tag characters and
 // zero-width characters. On start it writes to stderr its arguments and, and in the error
@@ -34,6 +35,9 @@ const (
 	// WireErrorMarker is plain text in each JSON-RPC error message of mode
 	// hostile-wire.
 	WireErrorMarker = "wire-error-text"
+	// WireExitEnv, set to any value, makes mode hostile-wire exit with
+	// status 3 right after writing its stderr, before it answers anything.
+	WireExitEnv = "WIRE_EXIT"
 	// HostileInstructionsBytes is the length of mode hostile-wire's
 	// serverInfo instructions.
 	HostileInstructionsBytes = 200 << 10
@@ -69,14 +73,18 @@ func wireEcho() string {
 // wireStart writes mode hostile-wire's stderr: the hostile text, the
 // secrets and the process's arguments.
 func wireStart() {
-	fmt.Fprintf(os.Stderr, "%s %s%s\nargv %s\n", WireStderrMarker, WireHostile, wireEcho(), strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(os.Stderr, "argv %s\n%s %s%s\n", strings.Join(os.Args[1:], " "), WireStderrMarker, WireHostile, wireEcho())
+	if _, ok := os.LookupEnv(WireExitEnv); ok {
+		os.Exit(3)
+	}
 }
 
 // wireServerInfo is mode hostile-wire's serverInfo.
 func wireServerInfo() map[string]any {
 	instr := strings.Repeat(WireHostile+" ", HostileInstructionsBytes/len(WireHostile)+1)
 	return map[string]any{
-		"name": "wire" + WireHostile, "version": "1.0\x1b[2J" + WireHostile, "title": "Wire " + WireHostile,
+		"name": "wire" + WireHostile + strings.Repeat("n", 10<<10), "version": "1.0\x1b[2J" + WireHostile + strings.Repeat("v", 10<<10),
+		"title":      "Wire " + WireHostile + strings.Repeat("t", 10<<10),
 		"websiteUrl": "https://x.example/\x1b]8;;evil\x07", "instructions": instr,
 	}
 }

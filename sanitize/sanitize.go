@@ -525,13 +525,14 @@ func Invisible(ru rune) bool {
 	return unicode.Is(unicode.Cf, ru)
 }
 
-// Display cleans s for a terminal line: [Text] with no limit, then each
-// line break as a space, so that a server's text cannot start a line of
-// its own in voltmcp's output.
+// Display cleans s for one line or one table cell of a terminal: [Text]
+// with no limit, then each line break and tab as a space, so that a
+// server's text can neither start a line of its own in voltmcp's output
+// nor shift a table's columns.
 func Display(s string) string {
 	out, _ := Text(s, 0)
-	if strings.ContainsRune(out, '\n') {
-		out = strings.ReplaceAll(out, "\n", " ")
+	if strings.ContainsAny(out, "\n\t") {
+		out = strings.NewReplacer("\n", " ", "\t", " ").Replace(out)
 	}
 	return out
 }

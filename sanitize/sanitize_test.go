@@ -59,7 +59,7 @@ func TestTextClips(t *testing.T) {
 }
 
 func TestDisplayIsOneLine(t *testing.T) {
-	if got := sanitize.Display("a\nb\r\nc\u2028d"); got != "a b c d" {
+	if got := sanitize.Display("a\nb\r\nc\u2028d\te"); got != "a b c d e" {
 		t.Errorf("Display = %q", got)
 	}
 }

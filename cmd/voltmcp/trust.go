@@ -174,37 +174,50 @@ func writeListing(e *env, rec cue.TrustRecord, servers []trustServer, res *cue.R
 	if len(servers) == 0 {
 		fmt.Fprintln(w, "It defines no servers of its own.")
 	}
+	// A project's config is untrusted text: each value is cleaned, so
+	// that an escape sequence cannot rewrite the listing it is judged by.
+	list := func(items []string) string {
+		out := make([]string, len(items))
+		for i, it := range items {
+			out[i] = clean(it)
+		}
+		return strings.Join(out, ", ")
+	}
 	for _, s := range servers {
 		state := ""
 		if !s.Enabled {
 			state = " (disabled)"
 		}
-		fmt.Fprintf(w, "\nserver %s%s, from the %s layer\n", s.ID, state, s.Layer)
+		fmt.Fprintf(w, "\nserver %s%s, from the %s layer\n", clean(s.ID), state, s.Layer)
 		if s.Command != "" {
-			fmt.Fprintf(w, "  runs     %s\n", strings.Join(append([]string{s.Command}, s.Args...), " "))
+			words := make([]string, 0, 1+len(s.Args))
+			for _, a := range append([]string{s.Command}, s.Args...) {
+				words = append(words, clean(a))
+			}
+			fmt.Fprintf(w, "  runs     %s\n", strings.Join(words, " "))
 			if s.Cwd != "" {
-				fmt.Fprintf(w, "  in       %s\n", s.Cwd)
+				fmt.Fprintf(w, "  in       %s\n", clean(s.Cwd))
 			}
 		}
 		if s.URL != "" {
-			fmt.Fprintf(w, "  connects %s (%s)\n", s.URL, s.Transport)
+			fmt.Fprintf(w, "  connects %s (%s)\n", clean(s.URL), s.Transport)
 		}
 		if len(s.EnvNames) > 0 {
-			fmt.Fprintf(w, "  env      %s\n", strings.Join(s.EnvNames, ", "))
+			fmt.Fprintf(w, "  env      %s\n", list(s.EnvNames))
 		}
 		if len(s.Allowlist) > 0 {
-			fmt.Fprintf(w, "  passes   %s from your environment\n", strings.Join(s.Allowlist, ", "))
+			fmt.Fprintf(w, "  passes   %s from your environment\n", list(s.Allowlist))
 		}
 		if len(s.Headers) > 0 {
-			fmt.Fprintf(w, "  headers  %s\n", strings.Join(s.Headers, ", "))
+			fmt.Fprintf(w, "  headers  %s\n", list(s.Headers))
 		}
 		for _, r := range s.EnvRefs {
-			fmt.Fprintf(w, "  reads    %s from your environment, into %s\n", r.Name, r.Field)
+			fmt.Fprintf(w, "  reads    %s from your environment, into %s\n", r.Name, clean(r.Field))
 		}
 	}
 	for _, p := range res.Config.Policies {
 		if p.Layer.IsProject() {
-			fmt.Fprintf(w, "\npolicy %s (deny rules only)\n", p.Path)
+			fmt.Fprintf(w, "\npolicy %s (deny rules only)\n", clean(p.Path))
 		}
 	}
 	if n := res.Diagnostics.Count(cue.SeverityError); n > 0 {

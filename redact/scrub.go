@@ -77,12 +77,51 @@ func (s *Scrubber) Len() int {
 }
 
 // Text returns t with every form of every value replaced. Text with none
-// is returned as it is.
+// is returned as it is, without copying.
 func (s *Scrubber) Text(t string) string {
 	if s == nil || s.r == nil || t == "" {
 		return t
 	}
-	return s.r.Replace(t)
+	w := lazyWriter{in: t}
+	_, _ = s.r.WriteString(&w, t)
+	return w.result()
+}
+
+// lazyWriter collects what a strings.Replacer writes, copying only once
+// a second piece arrives: a Replacer that finds nothing writes its input
+// whole, in one piece, which is then returned as it is.
+type lazyWriter struct {
+	in     string
+	first  string
+	pieces int
+	b      strings.Builder
+}
+
+func (w *lazyWriter) WriteString(p string) (int, error) {
+	switch w.pieces {
+	case 0:
+		w.first = p
+	case 1:
+		w.b.Grow(len(w.in))
+		w.b.WriteString(w.first)
+		fallthrough
+	default:
+		w.b.WriteString(p)
+	}
+	w.pieces++
+	return len(p), nil
+}
+
+func (w *lazyWriter) Write(p []byte) (int, error) { return w.WriteString(string(p)) }
+
+func (w *lazyWriter) result() string {
+	switch w.pieces {
+	case 0:
+		return ""
+	case 1:
+		return w.first
+	}
+	return w.b.String()
 }
 
 // Forms returns the forms of v a Scrubber removes:

@@ -165,7 +165,7 @@ func Text(s string, maxChars int) (string, Report) {
 			}
 		case Invisible(ru):
 			r.Invisible++
-		case unicode.Is(unicode.Zs, ru):
+		case isZs(ru):
 			c.space(' ', &r)
 			prevVisible = false
 		default:
@@ -242,7 +242,7 @@ func Output(s string) (string, Report) {
 			r.Invisible++
 		default:
 			b.WriteString(s[i : i+n])
-			prevVisible = !unicode.IsSpace(ru)
+			prevVisible = !isSpace(ru)
 		}
 		i += n
 	}
@@ -275,7 +275,7 @@ func firstUnclean(s string) (int, bool) {
 			}
 			prevVisible = false
 		default:
-			prevVisible = !unicode.IsSpace(ru)
+			prevVisible = !isSpace(ru)
 		}
 		i += n
 	}
@@ -512,17 +512,59 @@ func IsVariationSelector(ru rune) bool { return isVariationSelector(ru) }
 // that are always removed (see the package documentation); the standard
 // variation selectors, kept after a visible character, are not.
 func Invisible(ru rune) bool {
+	if ru < 0x10000 {
+		return ru >= 0xa0 && bmpInvisible[ru>>6]&(1<<(ru&63)) != 0
+	}
 	switch {
-	case ru < 0xa0:
-		return false
-	case ru == 0x034f, // combining grapheme joiner
-		ru == 0x115f, ru == 0x1160, ru == 0x3164, ru == 0xffa0, // Hangul fillers
-		ru >= 0x180b && ru <= 0x180f,   // Mongolian variation selectors and vowel separator
-		ru >= 0xe0000 && ru <= 0xe007f, // tags block, assigned or not
+	case ru >= 0xe0000 && ru <= 0xe007f, // tags block, assigned or not
 		ru >= 0xe0100 && ru <= 0xe01ef: // ideographic variation selectors
 		return true
 	}
 	return unicode.Is(unicode.Cf, ru)
+}
+
+// bmpInvisible is the list of invisible characters below U+10000 as a
+// bitmap, so that the check costs one load per character: every format
+// character (Unicode category Cf), the combining grapheme joiner, the
+// Hangul fillers and the Mongolian variation selectors and vowel
+// separator. It is built once, from package unicode's tables, and never
+// changes.
+var bmpInvisible = func() *[1 << 10]uint64 {
+	var m [1 << 10]uint64
+	set := func(lo, hi rune) {
+		for r := lo; r <= hi && r < 0x10000; r++ {
+			m[r>>6] |= 1 << (r & 63)
+		}
+	}
+	for _, rg := range unicode.Cf.R16 {
+		for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+			set(r, r)
+		}
+	}
+	set(0x034f, 0x034f) // combining grapheme joiner
+	set(0x115f, 0x1160) // Hangul fillers
+	set(0x3164, 0x3164)
+	set(0xffa0, 0xffa0)
+	set(0x180b, 0x180f) // Mongolian variation selectors and vowel separator
+	return &m
+}()
+
+// isSpace reports whether ru is white space, cheaply for the common
+// letters: the only white space above Latin-1 lies in U+1680–U+3000.
+func isSpace(ru rune) bool {
+	if ru < 0x1680 {
+		return ru <= 0xff && unicode.IsSpace(ru)
+	}
+	return ru <= 0x3000 && unicode.IsSpace(ru)
+}
+
+// isZs reports whether ru is a space separator (category Zs), cheaply
+// for the common letters.
+func isZs(ru rune) bool {
+	if ru < 0x1680 {
+		return ru == 0xa0
+	}
+	return ru <= 0x3000 && unicode.Is(unicode.Zs, ru)
 }
 
 // Display cleans s for one line or one table cell of a terminal: [Text]

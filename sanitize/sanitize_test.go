@@ -146,3 +146,15 @@ func FuzzSanitize(f *testing.F) {
 		_ = tr
 	})
 }
+
+// TestInvisibleTable checks the bitmap against its definition, for every
+// code point.
+func TestInvisibleTable(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := r >= 0xa0 && (unicode.Is(unicode.Cf, r) || r == 0x034f || r == 0x115f || r == 0x1160 || r == 0x3164 || r == 0xffa0 ||
+			r >= 0x180b && r <= 0x180f || r >= 0xe0000 && r <= 0xe007f || r >= 0xe0100 && r <= 0xe01ef)
+		if got := sanitize.Invisible(r); got != want {
+			t.Fatalf("Invisible(%U) = %v, want %v", r, got, want)
+		}
+	}
+}

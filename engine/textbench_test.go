@@ -69,4 +69,3 @@ func BenchmarkCallRecord(b *testing.B) {
 		callRecord(in, d, args, "1.1")
 	}
 }
-

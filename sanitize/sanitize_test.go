@@ -118,7 +118,8 @@ func withoutSpace(s string) string {
 // Output remove the same things.
 func FuzzSanitize(f *testing.F) {
 	for _, s := range []string{"", "plain", "\x1b[31mred\x1b]0;t\x07", "\x1b(Bx", "\u202e\u200b\U000E0041x\ufe0f\ufe0f",
-		"a\xffb", "  \r\n\n\n\n  x  ", "\u009b1m\u009d\u009c", "\x1bP\x1b\\", "x \ufe0f", "\u00a0\ufe0f"} {
+		"a\xffb", "  \r\n\n\n\n  x  ", "\u009b1m\u009d\u009c", "\x1bP\x1b\\", "x \ufe0f", "\u00a0\ufe0f",
+		"\x1b]8;;u\x07", "a\r\nb"} {
 		f.Add(s, 0)
 		f.Add(s, 3)
 	}
@@ -143,7 +144,9 @@ func FuzzSanitize(f *testing.F) {
 		if full, _ := sanitize.Text(s, 0); withoutSpace(full) != withoutSpace(out) {
 			t.Fatalf("Text and Output differ on %q: %q and %q", s, full, out)
 		}
-		_ = tr
+		if text != s && !tr.Changed() && !hasSpace(s) {
+			t.Fatalf("Text changed %q to %q but reported nothing", s, text)
+		}
 	})
 }
 
@@ -157,4 +160,15 @@ func TestInvisibleTable(t *testing.T) {
 			t.Fatalf("Invisible(%U) = %v, want %v", r, got, want)
 		}
 	}
+}
+
+// hasSpace reports whether s has white space, which Text may tidy
+// without counting it.
+func hasSpace(s string) bool {
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.Is(unicode.Zs, r) || r == 0x2028 || r == 0x2029 {
+			return true
+		}
+	}
+	return false
 }

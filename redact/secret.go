@@ -323,24 +323,38 @@ func redactArg(args []string, i int, found []string) (string, []string) {
 	// --name=value
 	if a[0] == '-' {
 		if name, val, ok := strings.Cut(a, "="); ok {
-			out, found := redactNamed(name, val, found)
+			out, found := redactValue(name, val, found)
 			return name + "=" + out, found
 		}
 		return a, found
 	}
 	// --secret-name value
 	if i > 0 && len(args[i-1]) > 1 && args[i-1][0] == '-' && !strings.Contains(args[i-1], "=") && IsSecretName(args[i-1]) {
-		return redactNamed(args[i-1], a, found)
+		return redactValue(args[i-1], a, found)
 	}
-	// Name: value, a header passed as an argument (curl -H, mcp-remote --header).
-	if name, val, ok := strings.Cut(a, ":"); ok && isHeaderName(name) && !strings.HasPrefix(val, "//") {
-		out, found := redactNamed(name, strings.TrimLeft(val, " "), found)
-		if out != strings.TrimLeft(val, " ") {
-			return name + ": " + out, found
+	return redactValue("", a, found)
+}
+
+// redactValue redacts an argument's value stored under name ("" for
+// none), trying the shapes a credential takes inside one: a header
+// ("Authorization: Bearer V", as curl -H and mcp-remote --header take
+// it) and an assignment ("API_KEY=V", as docker -e takes it), then the
+// value as a whole.
+func redactValue(name, value string, found []string) (string, []string) {
+	if !strings.Contains(value, "://") {
+		if h, v, ok := strings.Cut(value, ":"); ok && isHeaderName(h) {
+			v = strings.TrimLeft(v, " ")
+			if out, f := redactNamed(h, v, found); out != v {
+				return h + ": " + out, f
+			}
 		}
-		return a, found
+		if k, v, ok := strings.Cut(value, "="); ok && isHeaderName(k) && IsSecretName(k) {
+			if out, f := redactNamed(k, v, found); out != v {
+				return k + "=" + out, f
+			}
+		}
 	}
-	return redactNamed("", a, found)
+	return redactNamed(name, value, found)
 }
 
 // redactNamed redacts value stored under name ("" for none).

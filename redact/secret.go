@@ -29,17 +29,47 @@ var tokenPrefixes = []string{
 // jwtRE matches the start of a JSON Web Token.
 var jwtRE = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.`)
 
-// secretNameRE matches names of variables, headers, flags and parameters
-// that usually carry credentials.
-var secretNameRE = regexp.MustCompile(`(?i)(token|secret|passw(or)?d|pwd|api[_-]?key|access[_-]?key|private[_-]?key|credential|auth|cookie|session|signature|(^|[_-])key$|^sig$)`)
+// secretWords are the words whose presence anywhere in a name (of a
+// variable, header, flag or parameter, in any case) says its value is
+// usually a credential.
+var secretWords = []string{
+	"token", "secret", "password", "passwd", "pwd", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
+	"privatekey", "private_key", "private-key", "credential", "auth", "cookie", "session", "signature",
+}
 
 // credentialWords frame a credential without being one.
 var credentialWords = []string{"Bearer", "bearer", "Basic", "basic", "Token", "token"}
 
 // IsSecretName reports whether values stored under name (an env variable,
 // a header, a flag such as --api-key, a query parameter) are usually
-// credentials.
-func IsSecretName(name string) bool { return secretNameRE.MatchString(name) }
+// credentials: the name holds one of the words token, secret, password
+// (passwd, pwd), api key, access key, private key, credential, auth,
+// cookie, session or signature, in any ASCII case, or is key or sig, or ends in
+// _key or -key. It is a hand-written match rather than a regular
+// expression because the audit record of every call asks it.
+func IsSecretName(name string) bool {
+	var buf [64]byte
+	var l string
+	if len(name) <= len(buf) {
+		b := buf[:len(name)]
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[i] = c
+		}
+		l = string(b) // does not escape: the compiler keeps it on the stack
+	} else {
+		l = strings.ToLower(name)
+	}
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return l == "key" || l == "sig" || strings.HasSuffix(l, "_key") || strings.HasSuffix(l, "-key")
+}
 
 // hasTokenPrefix reports whether s starts like a well-known credential.
 func hasTokenPrefix(s string) bool {

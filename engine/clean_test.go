@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,29 @@ func TestCleanOutputDoesNotCopyCleanText(t *testing.T) {
 	s := strings.Repeat("clean line of output\n", 1000)
 	if n := testing.AllocsPerRun(10, func() { cleanOutput(s) }); n != 0 {
 		t.Errorf("%v allocations for clean text", n)
+	}
+}
+
+func TestStructuredClean(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want bool
+	}{
+		{json.RawMessage(`{"a":"plain","n":[1,2,{"b":"über ❤\ufe0f"}]}`), true},
+		{json.RawMessage(`{"a":"tab\tand\nnewline \\\\u202e is text"}`), true},
+		{json.RawMessage(`{"a":"❤\ufe0f"}`), true},
+		{json.RawMessage(`{"a":"\u202eevil"}`), false},
+		{json.RawMessage("{\"a\":\"\u202eevil\"}"), false},
+		{json.RawMessage(`{"a":"\u001b[31m"}`), false},
+		{json.RawMessage(`{"a":"\udb40\udc41 tag"}`), false},
+		{json.RawMessage(`{"a":"\ufe0f\ufe0f"}`), false},
+		{json.RawMessage("{\"a\":\"\xff\"}"), false},
+		{map[string]any{"a": "zero\u200bwidth"}, false},
+		{map[string]any{"a": "fine"}, true},
+		{nil, true},
+	} {
+		if got := structuredClean(tt.v); got != tt.want {
+			t.Errorf("structuredClean(%v) = %v, want %v", tt.v, got, tt.want)
+		}
 	}
 }

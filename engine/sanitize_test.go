@@ -66,6 +66,15 @@ func TestHostileWireTextIsCleaned(t *testing.T) {
 	}
 	check("CallTool's error", err.Error())
 
+	// Clean text, hostile structured content: the structure is left out.
+	r = gw(t, e, GatewayInput{Action: "call", Server: "wire", Tool: mcptest.ToolWireStructured})
+	if !strings.Contains(r.Text, mcptest.WireStructuredText) {
+		t.Fatalf("the structured call did not answer: %.300q", r.Text)
+	}
+	data, _ = json.Marshal(r.Data)
+	check("the structured call's data", string(data))
+	check("the structured call's text", r.Text)
+
 	sum, err := e.Server("wire")
 	if err != nil || !strings.Contains(sum.Stderr, mcptest.WireStderrMarker) {
 		t.Fatalf("summary: %v, stderr %.200q", err, sum.Stderr)

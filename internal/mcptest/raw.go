@@ -252,7 +252,7 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 			break
 		}
 		if mode == ModeHostileWire {
-			resp.Error = &rawError{Code: -32000, Message: wireError()}
+			resp.Result, resp.Error = wireCall(msg.Params)
 			break
 		}
 		resp.Result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}

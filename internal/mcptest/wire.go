@@ -2,11 +2,13 @@ package mcptest
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"sort"
 	"strings"
+	"unicode/utf16"
 )
 
 // ModeHostileWire is a raw server whose every text outside tool metadata
@@ -27,9 +29,13 @@ const (
 	// WireSecretPrefix starts the names of the variables whose values mode
 	// hostile-wire echoes.
 	WireSecretPrefix = "WIRE_SECRET"
-	// ToolWireFail is the one tool of mode hostile-wire; every call of it
-	// is answered with a JSON-RPC error.
+	// ToolWireFail is a tool of mode hostile-wire; every call of it is
+	// answered with a JSON-RPC error.
 	ToolWireFail = "wire_fail"
+	// ToolWireStructured is a tool of mode hostile-wire that answers a
+	// clean text with structured content whose strings carry WireHostile,
+	// raw and again as JSON \u escapes.
+	ToolWireStructured = "wire_structured"
 	// WireStderrMarker is plain text in the stderr of mode hostile-wire.
 	WireStderrMarker = "wire-stderr-line"
 	// WireErrorMarker is plain text in each JSON-RPC error message of mode
@@ -92,4 +98,47 @@ func wireServerInfo() map[string]any {
 // wireError is the message of mode hostile-wire's JSON-RPC errors.
 func wireError() string {
 	return WireErrorMarker + " " + WireHostile + wireEcho()
+}
+
+// wireCall answers a tools/call of mode hostile-wire.
+func wireCall(params json.RawMessage) (any, *rawError) {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if p.Name != ToolWireStructured {
+		return nil, &rawError{Code: -32000, Message: wireError()}
+	}
+	// The escaped form: every non-ASCII character and control as \uXXXX,
+	// which a JSON decoder turns back into the same characters.
+	var esc strings.Builder
+	for _, r := range WireHostile {
+		if r < 0x20 || r >= 0x7f {
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&esc, "\\u%04x\\u%04x", r1, r2)
+				continue
+			}
+			fmt.Fprintf(&esc, "\\u%04x", r)
+			continue
+		}
+		if r == '\\' || r == '"' {
+			esc.WriteByte('\\')
+		}
+		esc.WriteRune(r)
+	}
+	return verbatim(`{"content":[{"type":"text","text":"` + WireStructuredText + `"}],"structuredContent":{"raw":` +
+		strconvQuote(WireHostile) + `,"escaped":"` + esc.String() + `"}}`), nil
+}
+
+// WireStructuredText is the clean text of ToolWireStructured's answer.
+const WireStructuredText = "structured answer"
+
+// strconvQuote is s as a JSON string, its non-ASCII characters as they are.
+func strconvQuote(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }

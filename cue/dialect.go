@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Dialect is the shape of a config file. voltmcp reads the files other MCP
@@ -232,7 +234,7 @@ func rewriteRefs(n *node, dialect Dialect, d *diags) {
 // repeated.
 func refForMessage(ref string) string {
 	inner := strings.TrimSuffix(strings.TrimPrefix(ref, "${"), "}")
-	if len(ref) > 40 || looksSecret(inner) || !plainWord.MatchString(inner) {
+	if len(ref) > 40 || redact.LooksSecret(inner) || !plainWord.MatchString(inner) {
 		return "${…}"
 	}
 	return fmt.Sprintf("%q", ref)

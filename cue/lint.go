@@ -6,6 +6,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // lintServer runs the lint rules on one merged server. They go beyond the
@@ -40,14 +42,14 @@ func lintSecrets(n *node, d *diags) {
 			continue
 		}
 		for _, f := range m.fields {
-			if f.value.kind == kindString && isLiteralSecret(f.key, f.value.str) {
+			if f.value.kind == kindString && redact.IsLiteralSecret(f.key, f.value.str) {
 				d.add(SeverityError, CodeLiteralSecret, f.value, "", hint, "%s %q holds a literal secret", strings.TrimSuffix(mapKey, "s"), f.key)
 			}
 		}
 	}
 	if a := n.get("auth"); a != nil && a.kind == kindObject {
 		for _, k := range []string{"token", "clientSecret"} {
-			if v := a.get(k); v != nil && v.kind == kindString && literalPart(v.str) != "" {
+			if v := a.get(k); v != nil && v.kind == kindString && redact.LiteralPart(v.str) != "" {
 				d.add(SeverityError, CodeLiteralSecret, v, "", hint, "auth.%s is a literal secret", k)
 			}
 		}
@@ -56,13 +58,13 @@ func lintSecrets(n *node, d *diags) {
 		list := args.strs()
 		if len(list) == len(args.items) {
 			for i := range list {
-				if argSecret(list, i) {
+				if redact.ArgSecret(list, i) {
 					d.add(SeverityError, CodeLiteralSecret, args.items[i], "", hint, "argument %d holds a literal secret", i)
 				}
 			}
 		}
 	}
-	if u := n.get("url"); u != nil && u.kind == kindString && urlSecret(u.str) {
+	if u := n.get("url"); u != nil && u.kind == kindString && redact.URLHasSecret(u.str) {
 		d.add(SeverityError, CodeLiteralSecret, u, "", "send it in a header that references ${env:NAME}", "the url holds a literal credential")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Config is the effective configuration after the layers merge: plain Go
@@ -268,23 +270,15 @@ func (c *Config) Redacted() *Config {
 	for i, s := range c.Servers {
 		s.Env = redactMap(s.Env)
 		s.Headers = redactMap(s.Headers)
-		if s.Args != nil {
-			args := append([]string(nil), s.Args...)
-			for j := range args {
-				if argSecret(s.Args, j) {
-					args[j] = envRefsOnly(s.Args[j])
-				}
-			}
-			s.Args = args
-		}
-		s.URL = redactURL(s.URL)
+		s.Args = redact.Args(s.Args)
+		s.URL = redact.URL(s.URL)
 		if s.Auth != nil {
 			a := *s.Auth
-			if literalPart(a.Token) != "" {
-				a.Token = envRefsOnly(a.Token)
+			if redact.LiteralPart(a.Token) != "" {
+				a.Token = redact.KeepRefs(a.Token)
 			}
-			if literalPart(a.ClientSecret) != "" {
-				a.ClientSecret = envRefsOnly(a.ClientSecret)
+			if redact.LiteralPart(a.ClientSecret) != "" {
+				a.ClientSecret = redact.KeepRefs(a.ClientSecret)
 			}
 			s.Auth = &a
 		}
@@ -299,7 +293,7 @@ func redactMap(m map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[k] = redactValue(k, v)
+		out[k] = redact.Value(k, v)
 	}
 	return out
 }

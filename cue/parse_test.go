@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 func TestParseJSON(t *testing.T) {
@@ -139,13 +141,13 @@ func TestLintHelpers(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "sk-proj-abc", "AKIAIOSFODNN7EXAMPLE", "9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddcc"} {
-		if !looksSecret(s) {
-			t.Errorf("looksSecret(%q) = false", s)
+		if !redact.LooksSecret(s) {
+			t.Errorf("redact.LooksSecret(%q) = false", s)
 		}
 	}
 	for _, s := range []string{"@modelcontextprotocol/server-everything@2026.8.31", "/usr/local/bin/server", "hello world", "https://example.com/a/b/c/d", "production-environment-01"} {
-		if looksSecret(s) {
-			t.Errorf("looksSecret(%q) = true", s)
+		if redact.LooksSecret(s) {
+			t.Errorf("redact.LooksSecret(%q) = true", s)
 		}
 	}
 	if !isLoopback("127.0.0.1") || !isLoopback("::1") || !isLoopback("localhost") || isLoopback("10.0.0.1") {

@@ -14,6 +14,8 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 //go:embed schema.cue
@@ -433,7 +435,7 @@ func schemaLiteral(lit string, n *node) bool {
 		return false // a type or a number: not an enum member
 	}
 	v, err := strconv.Unquote(lit)
-	if err != nil || looksSecret(v) || !plainWord.MatchString(v) {
+	if err != nil || redact.LooksSecret(v) || !plainWord.MatchString(v) {
 		return false
 	}
 	return n == nil || n.kind != kindString || v != n.str
@@ -522,7 +524,7 @@ func quoteIfSafe(n *node) string {
 	case kindBool:
 		return fmt.Sprintf(" %t", n.bool)
 	case kindString:
-		if len(n.str) <= 32 && !looksSecret(n.str) && plainWord.MatchString(n.str) {
+		if len(n.str) <= 32 && !redact.LooksSecret(n.str) && plainWord.MatchString(n.str) {
 			return fmt.Sprintf(" %q", n.str)
 		}
 	}

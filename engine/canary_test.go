@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io/fs"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,18 +56,34 @@ func TestCanarySweep(t *testing.T) {
 		"header":        "canaryHDR2e7a6b9d03",
 		"query":         "canaryQRY4d1c8f5a76",
 		"tool argument": "canaryARG8a3e2d7c19",
+		// A stdio server's argv, in each form a credential takes there.
+		"argv flag":   "canaryAFL2b9d6e4c81",
+		"argv eq":     "canaryAEQ7c4a1f9e25",
+		"argv url":    "canaryAUR5e8b3d1a96",
+		"argv bearer": "canaryABR9f1c7e2b43",
+		// Env values a hostile server echoes URL-encoded and base64-encoded
+		// on stderr and in its JSON-RPC errors.
+		"wire ref": "canaryWREF6d2b8e1f05",
+		"wire lit": "canaryWLIT1f7c3a9e68",
 	}
 	host := map[string]string{
 		"CANARY_HOST":   canaries["host env"],
 		"CANARY_REF":    canaries["config ref"],
 		"CANARY_HEADER": canaries["header"],
+		"CANARY_WIRE":   canaries["wire ref"],
 	}
+	wireCmd, wireArgs, wireEnv := mcptest.Command(mcptest.ModeHostileWire)
+	wireArgs = append(wireArgs, "--api-key", canaries["argv flag"], "--token="+canaries["argv eq"],
+		"https://api.example.com/v1?key="+canaries["argv url"], "--header", "Authorization: Bearer "+canaries["argv bearer"])
+	wireEnv[mcptest.WireSecretPrefix+"_REF"] = "${env:CANARY_WIRE}"
+	wireEnv[mcptest.WireSecretPrefix+"_TOKEN"] = canaries["wire lit"]
 	url := mcptest.ServeHTTPWithHeaderCheck(t, mcptest.ModeBehave, "X-Api-Key", canaries["header"])
 	opts := workspace(t, map[string]server{
 		"local": stdio("behave", server{
 			"envAllowlist": []string{"CANARY_HOST"},
 			"env":          map[string]string{"REF_TOKEN": "${env:CANARY_REF}", "LIT_TOKEN": canaries["config lit"]},
 		}),
+		"wire": {"command": wireCmd, "args": wireArgs, "env": wireEnv},
 		"remote": {"url": url + "?token=" + canaries["query"], "transport": "streamable-http",
 			"headers": map[string]string{"X-Api-Key": "${env:CANARY_HEADER}"}},
 		// Refuses the header: its failure must not quote the URL's query
@@ -104,8 +122,16 @@ func TestCanarySweep(t *testing.T) {
 		}
 		seen = append(seen, what)
 		for name, c := range canaries {
-			if strings.Contains(s, c) && !slices.Contains(skip, name) {
-				t.Errorf("the %s canary is in %s: %.400s", name, what, s)
+			if slices.Contains(skip, name) {
+				continue
+			}
+			// As written, URL-encoded, and base64-encoded after "user:"
+			// (its middle: the ends mix in the neighbouring bytes).
+			b64 := base64.StdEncoding.EncodeToString([]byte("user:" + c))
+			for _, form := range []string{c, neturl.QueryEscape(c), b64[8 : len(b64)-4]} {
+				if strings.Contains(s, form) {
+					t.Errorf("the %s canary is in %s (as %q): %.400s", name, what, form, s)
+				}
 			}
 		}
 	}
@@ -179,6 +205,23 @@ func TestCanarySweep(t *testing.T) {
 		check(id+" summary", sum)
 		check(id+" summary error", err)
 	}
+	// The hostile server: its stderr and its JSON-RPC errors quote its
+	// env values, encoded, and its arguments.
+	if err := e.Connect(ctx, "wire"); err != nil {
+		t.Errorf("connect wire: %v", err)
+	}
+	r = gw(t, e, GatewayInput{Action: "call", Server: "wire", Tool: mcptest.ToolWireFail})
+	if !strings.Contains(r.Text, mcptest.WireErrorMarker) {
+		t.Errorf("the wire server's error did not come back: %.300s", r.Text)
+	}
+	checkResult("wire failing call", r)
+	wireSum, err := e.Server("wire")
+	if !strings.Contains(wireSum.Stderr, mcptest.WireStderrMarker) {
+		t.Errorf("the wire server's stderr is not in its summary: %.300s", wireSum.Stderr)
+	}
+	check("wire summary", wireSum)
+	check("wire summary error", err)
+	checkResult("wire describe", gw(t, e, GatewayInput{Action: "describe", Server: "wire", Tool: mcptest.ToolWireFail}))
 	checkResult("call to a refused server", gw(t, e, GatewayInput{Action: "call", Server: "refused", Tool: "echo",
 		Arguments: map[string]any{"text": "x", "token": arg}}))
 	checkResult("status", gw(t, e, GatewayInput{Action: "status"}))

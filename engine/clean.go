@@ -1,149 +1,143 @@
 package engine
 
 import (
-	"strings"
+	"encoding/json"
+	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 // cleanOutput removes from a server's output what a person reviewing a
 // transcript would not see but a model would read, or what a terminal
-// would act on: ANSI escape sequences, C0 and C1 control characters
-// (keeping tab and newline; a carriage return becomes a newline), and
-// invisible format characters (zero-width, bidi embeddings, overrides and
-// isolates, the Unicode tags block, interlinear annotations, the byte
-// order mark). Invalid UTF-8 becomes U+FFFD. Unlike the metadata
-// sanitizer it keeps whitespace as it is: output is often code. It
-// returns the text and how many characters or sequences it removed; text
-// with nothing to remove is returned as is, without copying.
+// would act on: it is [sanitize.Output], the list every surface shares,
+// which keeps the output's white space as it is (output is often code).
+// It returns the text and how many characters or sequences it removed;
+// text with nothing to remove is returned as is, without copying.
 func cleanOutput(s string) (string, int) {
-	i := firstUnclean(s)
-	if i == len(s) {
-		return s, 0
+	out, r := sanitize.Output(s)
+	return out, r.Removed()
+}
+
+// cleanText cleans a text field of a server's that reaches a person or a
+// model outside its metadata (an error message, a stderr tail, a
+// serverInfo field) and clips it to maxChars characters (0 for no limit).
+func cleanText(s string, maxChars int) string {
+	out, _ := sanitize.Text(s, maxChars)
+	return out
+}
+
+// serverInfoMaxChars caps the short serverInfo fields a server reports of
+// itself (name, version, protocol version); its title is capped like a
+// tool's.
+const serverInfoMaxChars = 128
+
+// progressMaxChars caps a progress notification's message.
+const progressMaxChars = 1024
+
+// structuredClean reports whether a result's structured content holds
+// nothing the sanitizer would remove: no escape, control, invisible
+// character or invalid UTF-8, whether written as is or as a JSON \u
+// escape, and no variation selector but one directly after a visible
+// character. Structured content is passed to the model as the server
+// sent it, so content that is not clean is left out (the text content,
+// cleaned, stays). Raw JSON (the lean path's) is scanned as it is, without
+// copying; other values are encoded first.
+func structuredClean(v any) bool {
+	var b []byte
+	switch x := v.(type) {
+	case nil:
+		return true
+	case json.RawMessage:
+		b = x
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return false
+		}
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	b.WriteString(s[:i])
-	removed := 0
-	for i < len(s) {
-		c := s[i]
+	prevVisible := false
+	ok := func(r rune) bool {
 		switch {
-		case c == 0x1b:
-			i = skipEscape(s, i)
-			removed++
-			continue
-		case c == '\r':
-			if i+1 < len(s) && s[i+1] == '\n' {
-				i++ // CRLF: keep the LF
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0x7f, r >= 0x80 && r < 0xa0, sanitize.Invisible(r):
+			return false
+		case sanitize.IsVariationSelector(r):
+			if !prevVisible {
+				return false
+			}
+			prevVisible = false
+		default:
+			prevVisible = r > ' ' && r != '"' && r != 0xa0
+		}
+		return true
+	}
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c == '\\' && i+1 < len(b) {
+			if b[i+1] != 'u' {
+				prevVisible = true // an escaped quote, backslash, \n…: \n and \t are fine
+				if b[i+1] == 'n' || b[i+1] == 't' || b[i+1] == 'r' {
+					prevVisible = false
+				}
+				i += 2
 				continue
 			}
-			b.WriteByte('\n')
-			i++
-			continue
-		case c == '\t' || c == '\n':
-			b.WriteByte(c)
-			i++
-			continue
-		case c < 0x20 || c == 0x7f:
-			removed++
-			i++
-			continue
-		case c < utf8.RuneSelf:
-			b.WriteByte(c)
-			i++
+			r, n := jsonEscape(b[i:])
+			if n == 0 || !ok(r) {
+				return false
+			}
+			i += n
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b.WriteRune(utf8.RuneError)
-			removed++
-		case invisible(r):
-			removed++
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String(), removed
-}
-
-// firstUnclean returns the index of the first byte cleanOutput would
-// change, or len(s).
-func firstUnclean(s string) int {
-	for i := 0; i < len(s); {
-		c := s[i]
 		if c < utf8.RuneSelf {
-			if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
-				return i
+			if !ok(rune(c)) {
+				return false
 			}
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n == 1) || invisible(r) {
-			return i
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 || !ok(r) {
+			return false
 		}
 		i += n
 	}
-	return len(s)
+	return true
 }
 
-// invisible reports whether r is a C1 control or an invisible format
-// character that can hide text from a reader.
-func invisible(r rune) bool {
-	switch {
-	case r >= 0x80 && r <= 0x9f: // C1 controls, CSI among them
-		return true
-	case r == 0x00ad, r == 0x061c, r == 0x180e, r == 0xfeff:
-		return true
-	case r >= 0x200b && r <= 0x200f: // zero-width, LRM, RLM
-		return true
-	case r >= 0x202a && r <= 0x202e: // bidi embeddings and overrides
-		return true
-	case r >= 0x2060 && r <= 0x206f: // word joiner, invisible operators, isolates
-		return true
-	case r >= 0xfff9 && r <= 0xfffb: // interlinear annotations
-		return true
-	case r >= 0xe0000 && r <= 0xe007f: // tags
-		return true
-	}
-	return false
-}
-
-// skipEscape returns the index after the escape sequence starting at
-// s[i] (an ESC): CSI (ESC [ … final byte), OSC, DCS, SOS, PM and APC
-// (ESC ] … up to BEL or ESC \), or a two-character escape.
-func skipEscape(s string, i int) int {
-	i++ // ESC
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '[':
-		i++
-		for i < len(s) {
-			c := s[i]
-			i++
-			if c >= 0x40 && c <= 0x7e {
-				return i
-			}
-			if c < 0x20 || c > 0x7e {
-				return i - 1 // malformed: stop before the odd byte
+// jsonEscape decodes the \uXXXX escape (or surrogate pair of them) at
+// the start of b, returning the rune and its length; 0 when malformed.
+func jsonEscape(b []byte) (rune, int) {
+	hex := func(b []byte) (rune, bool) {
+		if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[2:6] {
+			switch {
+			case '0' <= c && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case 'a' <= c && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
 			}
 		}
-		return i
-	case ']', 'P', 'X', '^', '_':
-		i++
-		for i < len(s) {
-			if s[i] == 0x07 {
-				return i + 1
-			}
-			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-			i++
-		}
-		return i
+		return r, true
 	}
-	return i + 1
+	r, ok := hex(b)
+	if !ok {
+		return 0, 0
+	}
+	if utf16.IsSurrogate(r) {
+		if r2, ok := hex(b[6:]); ok {
+			if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+				return d, 12
+			}
+		}
+		return utf8.RuneError, 0 // a lone surrogate decodes to U+FFFD: not what the server wrote
+	}
+	return r, 6
 }

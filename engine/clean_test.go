@@ -1,9 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 func TestCleanOutput(t *testing.T) {
@@ -16,11 +16,13 @@ func TestCleanOutput(t *testing.T) {
 		{"a\x1bMb", "ab"},
 		{"crlf\r\nline\rover", "crlf\nline\nover"},
 		{"bell\x07 nul\x00 del\x7f", "bell nul del"},
-		{"c1\u009b31m and \u0085next", "c131m and next"},
+		{"c1\u009b31m and \u0085next", "c1 and next"},
 		{"bidi \u202eesrever\u202c and \u2066isolate\u2069", "bidi esrever and isolate"},
 		{"zero\u200bwidth\u200d joiner\ufeff", "zerowidth joiner"},
 		{"tags \U000E0049\U000E0047\U000E004E hidden", "tags  hidden"},
-		{"bad \xff\xfe utf8", "bad \ufffd\ufffd utf8"},
+		{"bad \xff\xfe utf8", "bad \ufffd utf8"},
+		{"\x1b(Bcharset \x1b)0switch", "charset switch"},
+		{"soft\u00adhyphen \u061cmark \u180emongolian", "softhyphen mark mongolian"},
 		{"\x1b[", ""},
 	} {
 		got, n := cleanOutput(tt.in)
@@ -40,23 +42,26 @@ func TestCleanOutputDoesNotCopyCleanText(t *testing.T) {
 	}
 }
 
-func FuzzCleanOutput(f *testing.F) {
-	for _, s := range []string{"plain", "\x1b[31mx", "\u202e", "\xff", "\x1b]8;;u\x07", "a\r\nb"} {
-		f.Add(s)
+func TestStructuredClean(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want bool
+	}{
+		{json.RawMessage(`{"a":"plain","n":[1,2,{"b":"über ❤\ufe0f"}]}`), true},
+		{json.RawMessage(`{"a":"tab\tand\nnewline \\\\u202e is text"}`), true},
+		{json.RawMessage(`{"a":"❤\ufe0f"}`), true},
+		{json.RawMessage(`{"a":"\u202eevil"}`), false},
+		{json.RawMessage("{\"a\":\"\u202eevil\"}"), false},
+		{json.RawMessage(`{"a":"\u001b[31m"}`), false},
+		{json.RawMessage(`{"a":"\udb40\udc41 tag"}`), false},
+		{json.RawMessage(`{"a":"\ufe0f\ufe0f"}`), false},
+		{json.RawMessage("{\"a\":\"\xff\"}"), false},
+		{map[string]any{"a": "zero\u200bwidth"}, false},
+		{map[string]any{"a": "fine"}, true},
+		{nil, true},
+	} {
+		if got := structuredClean(tt.v); got != tt.want {
+			t.Errorf("structuredClean(%v) = %v, want %v", tt.v, got, tt.want)
+		}
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, _ := cleanOutput(s)
-		if !utf8.ValidString(got) {
-			t.Fatalf("invalid UTF-8 out of %q", s)
-		}
-		if strings.ContainsAny(got, "\x1b\r\x00\x07\u202e\u200b") {
-			t.Fatalf("%q still holds a control or invisible character: %q", s, got)
-		}
-		if again, n := cleanOutput(got); again != got || n != 0 {
-			t.Fatalf("not idempotent on %q: %q then %q", s, got, again)
-		}
-		if len(got) > len(s)+2*len(s) {
-			t.Fatalf("output grew: %d from %d", len(got), len(s))
-		}
-	})
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // baselineEnv names the host variables every stdio server gets: what
@@ -44,7 +45,9 @@ func childEnv(srv cue.Server, lookup func(string) (string, bool)) (env []string,
 			return nil, nil, fmt.Errorf("env %s: %w", name, err)
 		}
 		vars[name] = v
-		if cue.HasEnvRef(raw) {
+		// A value from the host is a secret; a literal one is when lint
+		// would call it one (a secret name or a credential's shape).
+		if cue.HasEnvRef(raw) || redact.IsLiteralSecret(name, raw) {
 			secrets = append(secrets, v)
 		}
 	}

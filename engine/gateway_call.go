@@ -127,7 +127,11 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 			out.Notes = append(out.Notes, resultNote)
 		}
 		if out.Truncation == nil && res.StructuredContent != nil && !sh.changed {
-			out.Structured = res.StructuredContent
+			if structuredClean(res.StructuredContent) {
+				out.Structured = res.StructuredContent
+			} else {
+				out.Notes = append(out.Notes, "structured content left out: it held control, escape or invisible characters (the text content is shown cleaned)")
+			}
 		}
 		cacheID := ""
 		if out.Cache != nil {

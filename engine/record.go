@@ -17,6 +17,7 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -522,7 +523,7 @@ func callRecord(in ToolInput, d ToolDecision, args json.RawMessage, guardKey str
 		Args: audit.SummarizeArgs(args), Decision: &audit.Decision{Allowed: d.Allowed, Reasons: d.Reasons},
 		Detail: map[string]any{
 			"risk_reason": in.RiskReason, "pin_state": in.Pin.State, "pin_change": in.Pin.Change, "quarantined": in.Quarantined,
-			"server_scope": scope, "transport": in.Server.Transport, "command": in.Server.Command, "args": in.Server.Args,
+			"server_scope": scope, "transport": in.Server.Transport, "command": in.Server.Command, "args": auditArgs(in.Server.Args),
 			"url": cue.RedactURL(in.Server.URL), "include_tools": in.Server.IncludeTools, "exclude_tools": in.Server.ExcludeTools,
 			"tool_hash": in.Tool.Hash,
 		}}
@@ -536,6 +537,17 @@ func callRecord(in ToolInput, d ToolDecision, args json.RawMessage, guardKey str
 	}
 	return r
 }
+
+// auditArgs is a server's arguments in a call record's Detail. Their
+// literal credentials (--token V, a URL's query, an Authorization header
+// passed as an argument) are replaced when the log encodes the Detail
+// (redact.Args), which it does once per tool and guard (DetailKey), not
+// once per call.
+type auditArgs []string
+
+// MarshalJSON writes the arguments with their literal credentials
+// replaced.
+func (a auditArgs) MarshalJSON() ([]byte, error) { return json.Marshal(redact.Args(a)) }
 
 // finishRecord fills the outcome of a call into its record.
 func finishRecord(r *audit.Record, status string, start time.Time, output string, cacheID string, truncated bool) {

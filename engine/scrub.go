@@ -2,19 +2,34 @@ package engine
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
+// scrubMarker replaces a secret value in engine text.
+const scrubMarker = "[redacted]"
+
 // scrubber removes resolved secret values from text before it leaves the
-// engine as an error, a status or an event. Go's errors quote what they
-// touched: a URL with its query, an argument, a header value. It is safe
-// for concurrent use: transports add values while errors are scrubbed.
+// engine as an error, a status, a stderr tail or an event. Go's errors
+// quote what they touched: a URL with its query, an argument, a header
+// value; a child echoes its environment. The values are removed in their
+// encoded forms too (redact.Forms), each precomputed once when the value
+// is added, so scrubbing a text is one pass whatever the number of values.
+// It is safe for concurrent use: transports add values while errors are
+// scrubbed, and scrubbing takes no lock.
 type scrubber struct {
-	mu      sync.Mutex
-	secrets []string
-	pairs   []string // old, new, … for strings.Replacer-style rewrites
+	mu    sync.Mutex // serializes writers
+	pairs []string   // old, new, … for URL-style rewrites
+	state atomic.Pointer[scrubState]
+}
+
+// scrubState is what text applies, rebuilt when a value is added.
+type scrubState struct {
+	pairs  *strings.Replacer // nil when there are none
+	values *redact.Scrubber
 }
 
 // replace records a value to rewrite as another, such as a URL with a
@@ -31,41 +46,59 @@ func (s *scrubber) replace(old, new string) {
 		}
 	}
 	s.pairs = append(s.pairs, old, new)
+	st := s.load()
+	st.pairs = strings.NewReplacer(s.pairs...)
+	s.state.Store(&st)
 }
 
-// add records values to scrub. Short values are skipped: scrubbing "1"
-// would garble every message while protecting nothing. A value already
-// recorded is not added again (transports add theirs on every request).
+// add records values to scrub. Values shorter than redact.MinValueLen are
+// skipped; a value already recorded is not added again (transports add
+// theirs on every request), and then nothing is rebuilt.
 func (s *scrubber) add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, v := range values {
-		if len(v) >= 6 && !slices.Contains(s.secrets, v) {
-			s.secrets = append(s.secrets, v)
-		}
+	st := s.load()
+	if st.values == nil {
+		st.values = redact.NewScrubber(scrubMarker)
 	}
+	n := st.values.With(values...)
+	if n == st.values && s.state.Load() != nil {
+		return
+	}
+	st.values = n
+	s.state.Store(&st)
+}
+
+// load returns a copy of the current state; s.mu is held.
+func (s *scrubber) load() scrubState {
+	if p := s.state.Load(); p != nil {
+		return *p
+	}
+	return scrubState{}
 }
 
 func (s *scrubber) text(t string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := 0; i+1 < len(s.pairs); i += 2 {
-		t = strings.ReplaceAll(t, s.pairs[i], s.pairs[i+1])
+	st := s.state.Load()
+	if st == nil || t == "" {
+		return t
 	}
-	for _, v := range s.secrets {
-		t = strings.ReplaceAll(t, v, "[redacted]")
+	if st.pairs != nil {
+		t = st.pairs.Replace(t)
 	}
-	return t
+	return st.values.Text(t)
 }
 
-// err returns err with its text scrubbed. The result answers errors.Is
-// for the original chain (context.DeadlineExceeded stays recognizable) but
-// does not unwrap: a cause printed on its own could show the secret.
+// err returns err with its text cleaned (an upstream server's error
+// message is untrusted text: see cleanText) and scrubbed, in that order,
+// so that an escape sequence inside a secret cannot hide it from the
+// scrubber. The result answers errors.Is for the original chain
+// (context.DeadlineExceeded stays recognizable) but does not unwrap: a
+// cause printed on its own could show the secret.
 func (s *scrubber) err(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &scrubbedError{msg: s.text(err.Error()), cause: err}
+	return &scrubbedError{msg: s.text(cleanText(err.Error(), 0)), cause: err}
 }
 
 type scrubbedError struct {

@@ -136,7 +136,10 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		if len(tail) > stderrShow {
 			tail = tail[len(tail)-stderrShow:]
 		}
-		sum.Stderr = s.scrub.text(string(tail))
+		// Cleaned, then scrubbed: an escape inside a secret must not
+		// hide it from the scrubber.
+		clean, _ := cleanOutput(string(tail))
+		sum.Stderr = s.scrub.text(clean)
 	}
 	active := s.status == StatusReady || s.status == StatusConnected || s.status == StatusDiscovering
 	usable := s.status != StatusDisabled && s.status != StatusUntrusted

@@ -17,6 +17,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Discovery bounds: a server that pages forever is cut off.
@@ -346,6 +347,9 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 		return nil, err
 	}
 	s.scrub.add(secrets...)
+	// Literal credentials in the arguments (--token V, a URL's query):
+	// a child that echoes its command line must not show them.
+	s.scrub.add(redact.ArgSecrets(s.cfg.Args)...)
 	args := make([]string, len(s.cfg.Args))
 	for i, a := range s.cfg.Args {
 		if args[i], err = cue.ExpandEnv(a, s.e.lookup); err != nil {
@@ -455,9 +459,13 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 	var caps *mcp.ServerCapabilities
 	if init != nil {
 		caps = init.Capabilities
-		m.ProtocolVersion = init.ProtocolVersion
+		// What the server says of itself is untrusted text like its
+		// tools' metadata: cleaned, and capped like a title.
+		m.ProtocolVersion = cleanText(init.ProtocolVersion, serverInfoMaxChars)
 		if init.ServerInfo != nil {
-			m.Name, m.Title, m.Version = init.ServerInfo.Name, init.ServerInfo.Title, init.ServerInfo.Version
+			m.Name = cleanText(init.ServerInfo.Name, serverInfoMaxChars)
+			m.Title = cleanText(init.ServerInfo.Title, l.MaxTitleChars)
+			m.Version = cleanText(init.ServerInfo.Version, serverInfoMaxChars)
 		}
 		m.Capabilities, _ = json.Marshal(caps)
 	}
@@ -510,7 +518,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			return r.NextCursor, nil
 		})
 		if err != nil {
-			m.Notes = append(m.Notes, "resource templates: "+s.scrub.text(err.Error()))
+			m.Notes = append(m.Notes, "resource templates: "+s.scrub.err(err).Error())
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
@@ -822,7 +830,7 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 		msg = msg[:maxProgressMessage]
 	}
 	s.e.bus.publish(Event{Type: EventCallUpdate, Server: s.cfg.ID, Tool: tool, CallID: id, CallStatus: "running",
-		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(msg)})
+		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(cleanText(msg, progressMaxChars))})
 }
 
 // call runs one tool call on the server. callID doubles as the progress
@@ -1062,7 +1070,7 @@ func lastLine(b []byte) string {
 	if len(text) > 300 {
 		text = text[len(text)-300:]
 	}
-	return strings.ToValidUTF8(text, "?")
+	return cleanText(text, 0)
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

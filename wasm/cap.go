@@ -3,6 +3,8 @@ package wasm
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 // Cap applies the hard output cap to content: the text items together keep
@@ -94,48 +96,31 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
-// cleanText makes guest-supplied text safe to log and display: invalid
-// UTF-8 becomes U+FFFD, control characters other than newline and tab and
-// invisible characters are dropped, and the result is cut to max bytes.
-// Unless multiline, newlines and tabs become spaces and the ends are
-// trimmed.
+// cleanText makes guest-supplied text safe to log and display with the
+// one list every untrusted text goes through (package sanitize): escape
+// sequences, control characters other than newline and tab, invisible
+// characters and invalid UTF-8 go, and the result is cut to max bytes on
+// a character boundary. Unless multiline, newlines and tabs become spaces,
+// runs of white space are shortened and the ends are trimmed.
 func cleanText(s string, max int, multiline bool) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\t':
-			if !multiline {
-				r = ' '
-			}
-		case r < 0x20 || (r >= 0x7f && r <= 0x9f) || invisible(r):
-			continue
-		}
-		if b.Len()+utf8.RuneLen(r) > max {
+	var out string
+	if multiline {
+		out, _ = sanitize.Output(s)
+	} else {
+		out = sanitize.Display(s)
+	}
+	if len(out) <= max {
+		return out
+	}
+	cut := 0
+	for i := range out {
+		if i > max {
 			break
 		}
-		b.WriteRune(r)
+		cut = i
 	}
-	if multiline {
-		return b.String()
+	if !multiline {
+		return strings.TrimSpace(out[:cut])
 	}
-	return strings.TrimSpace(b.String())
-}
-
-// invisible reports whether r is a format character that renders as
-// nothing but can change how text reads: zero-width characters, bidi
-// controls, the tags block, the byte order mark and their kin.
-func invisible(r rune) bool {
-	switch {
-	case r == 0x00ad, r == 0x034f, r == 0x061c, r == 0x115f, r == 0x1160,
-		r == 0x17b4, r == 0x17b5, r == 0x180e, r == 0x3164, r == 0xfeff, r == 0xffa0:
-		return true
-	case r >= 0x180b && r <= 0x180f, // Mongolian variation selectors
-		r >= 0x200b && r <= 0x200f,   // zero-width space, joiners, LRM, RLM
-		r >= 0x202a && r <= 0x202e,   // bidi embeddings and overrides
-		r >= 0x2060 && r <= 0x206f,   // word joiner, invisible operators, bidi isolates, deprecated formats
-		r >= 0xfff9 && r <= 0xfffb,   // interlinear annotations
-		r >= 0xe0000 && r <= 0xe007f: // tags
-		return true
-	}
-	return false
+	return out[:cut]
 }

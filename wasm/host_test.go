@@ -285,7 +285,7 @@ func TestShapeResultRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(out.Content) != 2 || len(out.Notes) != 1 || out.Notes[0] != "ok[31m" {
+				if len(out.Content) != 2 || len(out.Notes) != 1 || out.Notes[0] != "ok" {
 					t.Errorf("got %+v", out)
 				}
 				return

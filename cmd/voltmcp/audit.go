@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/pflag"
 
@@ -293,17 +292,6 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// clean replaces control and invisible formatting characters (ANSI
-// escapes, bidi overrides, zero-width characters) with '?'.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return '?'
-		}
-		return r
-	}, s)
 }
 
 // parseWhen reads a --since or --until value: empty, a duration back from

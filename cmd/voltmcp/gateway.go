@@ -69,7 +69,7 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 				return failuref("write output: %w", err)
 			}
 		} else {
-			fmt.Fprintln(e.stdout, res.Text)
+			fmt.Fprintln(e.stdout, cleanBlock(res.Text))
 		}
 		if res.IsError {
 			return errFindings

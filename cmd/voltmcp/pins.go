@@ -129,10 +129,10 @@ func writePins(w io.Writer, pins []engine.PinView) error {
 		}
 		fmt.Fprintf(w, " (seen %s)\n", p.Pending.SeenAt.Local().Format("2006-01-02 15:04"))
 		for _, d := range p.Pending.Details {
-			fmt.Fprintf(w, "  * %s\n", d)
+			fmt.Fprintf(w, "  * %s\n", clean(d))
 		}
 		for _, line := range strings.Split(strings.TrimRight(p.Pending.Diff, "\n"), "\n") {
-			fmt.Fprintf(w, "    %s\n", line)
+			fmt.Fprintf(w, "    %s\n", clean(line))
 		}
 		fmt.Fprintf(w, "  approve: voltmcp approve %s %s\n", p.Server, p.Tool)
 	}

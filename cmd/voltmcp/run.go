@@ -236,11 +236,11 @@ func report(stderr io.Writer, name string, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee != errFindings {
-			fmt.Fprintf(stderr, "voltmcp %s: %v\n", name, ee.err)
+			fmt.Fprintf(stderr, "voltmcp %s: %s\n", name, clean(fmt.Sprint(ee.err)))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "voltmcp %s: %v\n", name, err)
+	fmt.Fprintf(stderr, "voltmcp %s: %s\n", name, clean(err.Error()))
 	return exitFailure
 }
 

@@ -97,7 +97,7 @@ func writeServerTable(w io.Writer, list []engine.ServerSummary) error {
 		} else if s.MetadataStale {
 			tools += " (stale)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Transport, s.Lifecycle, tools, s.SourceLabel)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(s.ID), s.Status, clean(s.Transport), s.Lifecycle, tools, clean(s.SourceLabel))
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(tw, "(no servers configured)")
@@ -189,7 +189,7 @@ Examples:
 				s.ToolCounts.Cached, s.Resources, s.Prompts, time.Since(start).Round(time.Millisecond))
 			if err != nil {
 				failed++
-				line = fmt.Sprintf("[%d/%d] %s: failed: %v", i+1, len(ids), id, err)
+				line = fmt.Sprintf("[%d/%d] %s: failed: %s", i+1, len(ids), id, clean(err.Error()))
 			}
 			fmt.Fprintln(e.stdout, line)
 		}

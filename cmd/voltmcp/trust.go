@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 func trustCommand() *command {
@@ -24,7 +25,9 @@ func trustCommand() *command {
 
 Shows what the project's MCP config (.mcp.json and .volt/mcp.json) would
 run: each server's command and arguments, the names of the environment
-variables it gets, its URL (credentials hidden) and the policies it adds.
+variables it gets, its URL (credentials hidden), every variable of your
+environment it reads with ${env:NAME} and the field it goes into (args,
+url, env, headers, auth and any other), and the policies it adds.
 Then asks for confirmation and records trust in the state directory,
 bound to the files' content: once a file changes, the project is
 untrusted again until you run this again. --yes records without asking
@@ -133,7 +136,10 @@ type trustServer struct {
 	Allowlist []string `json:"envAllowlist,omitempty"`
 	URL       string   `json:"url,omitempty"`
 	Headers   []string `json:"headerNames,omitempty"`
-	Enabled   bool     `json:"enabled"`
+	// EnvRefs is every host variable the definition reads, with the
+	// field that reads it: what the server would be sent once trusted.
+	EnvRefs []cue.EnvRefUse `json:"envRefs,omitempty"`
+	Enabled bool            `json:"enabled"`
 }
 
 // projectListing lists the servers whose definition comes from a project
@@ -144,8 +150,8 @@ func projectListing(res *cue.Result) []trustServer {
 		if !s.Layer.IsProject() {
 			continue
 		}
-		ts := trustServer{ID: s.ID, Layer: string(s.Layer), Transport: s.Transport, Command: s.Command, Args: s.Args,
-			Cwd: s.Cwd, Allowlist: s.EnvAllowlist, URL: cue.RedactURL(s.URL), Enabled: s.Enabled}
+		ts := trustServer{ID: s.ID, Layer: string(s.Layer), Transport: s.Transport, Command: s.Command, Args: redact.Args(s.Args),
+			Cwd: s.Cwd, Allowlist: s.EnvAllowlist, URL: cue.RedactURL(s.URL), EnvRefs: s.EnvRefUses(), Enabled: s.Enabled}
 		for k := range s.Env {
 			ts.EnvNames = append(ts.EnvNames, k)
 		}
@@ -168,34 +174,50 @@ func writeListing(e *env, rec cue.TrustRecord, servers []trustServer, res *cue.R
 	if len(servers) == 0 {
 		fmt.Fprintln(w, "It defines no servers of its own.")
 	}
+	// A project's config is untrusted text: each value is cleaned, so
+	// that an escape sequence cannot rewrite the listing it is judged by.
+	list := func(items []string) string {
+		out := make([]string, len(items))
+		for i, it := range items {
+			out[i] = clean(it)
+		}
+		return strings.Join(out, ", ")
+	}
 	for _, s := range servers {
 		state := ""
 		if !s.Enabled {
 			state = " (disabled)"
 		}
-		fmt.Fprintf(w, "\nserver %s%s, from the %s layer\n", s.ID, state, s.Layer)
+		fmt.Fprintf(w, "\nserver %s%s, from the %s layer\n", clean(s.ID), state, s.Layer)
 		if s.Command != "" {
-			fmt.Fprintf(w, "  runs     %s\n", strings.Join(append([]string{s.Command}, s.Args...), " "))
+			words := make([]string, 0, 1+len(s.Args))
+			for _, a := range append([]string{s.Command}, s.Args...) {
+				words = append(words, clean(a))
+			}
+			fmt.Fprintf(w, "  runs     %s\n", strings.Join(words, " "))
 			if s.Cwd != "" {
-				fmt.Fprintf(w, "  in       %s\n", s.Cwd)
+				fmt.Fprintf(w, "  in       %s\n", clean(s.Cwd))
 			}
 		}
 		if s.URL != "" {
-			fmt.Fprintf(w, "  connects %s (%s)\n", s.URL, s.Transport)
+			fmt.Fprintf(w, "  connects %s (%s)\n", clean(s.URL), s.Transport)
 		}
 		if len(s.EnvNames) > 0 {
-			fmt.Fprintf(w, "  env      %s\n", strings.Join(s.EnvNames, ", "))
+			fmt.Fprintf(w, "  env      %s\n", list(s.EnvNames))
 		}
 		if len(s.Allowlist) > 0 {
-			fmt.Fprintf(w, "  passes   %s from your environment\n", strings.Join(s.Allowlist, ", "))
+			fmt.Fprintf(w, "  passes   %s from your environment\n", list(s.Allowlist))
 		}
 		if len(s.Headers) > 0 {
-			fmt.Fprintf(w, "  headers  %s\n", strings.Join(s.Headers, ", "))
+			fmt.Fprintf(w, "  headers  %s\n", list(s.Headers))
+		}
+		for _, r := range s.EnvRefs {
+			fmt.Fprintf(w, "  reads    %s from your environment, into %s\n", r.Name, clean(r.Field))
 		}
 	}
 	for _, p := range res.Config.Policies {
 		if p.Layer.IsProject() {
-			fmt.Fprintf(w, "\npolicy %s (deny rules only)\n", p.Path)
+			fmt.Fprintf(w, "\npolicy %s (deny rules only)\n", clean(p.Path))
 		}
 	}
 	if n := res.Diagnostics.Count(cue.SeverityError); n > 0 {

@@ -125,3 +125,49 @@ func TestCorruptTrustStoreTrustsNothing(t *testing.T) {
 		t.Fatalf("vet with a corrupt trust store:\n%s", r)
 	}
 }
+
+// TestTrustListsEveryEnvReference: the listing names every host variable
+// a project server reads, by field, whatever field holds the reference
+// (issue 18, item 8).
+func TestTrustListsEveryEnvReference(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	cfg := `{"mcpServers":{
+		"local":{"command":"${env:R_CMD}","args":["--db","${env:R_ARG}"],"cwd":"${env:R_CWD}","env":{"TOKEN":"${env:R_ENV}"}},
+		"remote":{"url":"https://mcp.example.com/${env:R_URL}","headers":{"X-Team":"${env:R_HEADER}"},
+			"auth":{"type":"bearer","token":"${env:R_AUTH}"}}}}`
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	g := []string{"--home", home, "--project", project}
+	r := runCLIStdin(t, env, "n\n", append([]string{"trust"}, g...)...)
+	for _, want := range []string{
+		"R_CMD from your environment, into command", "R_ARG from your environment, into args[1]",
+		"R_CWD from your environment, into cwd", "R_ENV from your environment, into env.TOKEN",
+		"R_URL from your environment, into url", "R_HEADER from your environment, into headers.X-Team",
+		"R_AUTH from your environment, into auth.token",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("trust listing lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, env, append([]string{"trust", "--json", "--yes"}, g...)...)
+	var out struct {
+		Servers []struct {
+			ID      string
+			EnvRefs []struct{ Name, Field string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("trust --json: %v\n%s", err, r)
+	}
+	got := map[string]string{}
+	for _, s := range out.Servers {
+		for _, ref := range s.EnvRefs {
+			got[ref.Name] = s.ID + " " + ref.Field
+		}
+	}
+	if got["R_HEADER"] != "remote headers.X-Team" || got["R_AUTH"] != "remote auth.token" || got["R_ENV"] != "local env.TOKEN" {
+		t.Errorf("trust --json envRefs: %v", got)
+	}
+}

@@ -273,6 +273,9 @@ func hostileList(mode, cursor string, n int) (map[string]any, error) {
 		return map[string]any{"tools": rugPullTools(mode, n > 1)}, nil
 	case ModeHintsFile:
 		return hintsFileTools()
+	case ModeHostileWire:
+		return map[string]any{"tools": []any{rawTool(ToolWireFail, "Fails with a hostile JSON-RPC error.", objectSchema()),
+			rawTool(ToolWireStructured, "Answers clean text with hostile structured content.", objectSchema())}}, nil
 	case ModeFloodNotify:
 		return map[string]any{"tools": []any{rawTool(ToolFlood, "Sends count log messages and count progress notifications, then answers.", map[string]any{
 			"type": "object", "properties": map[string]any{"count": map[string]any{"type": "integer"}},

@@ -94,6 +94,9 @@ func serveRaw(mode string, r io.Reader, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	dec := json.NewDecoder(r)
 	srv := &rawServer{mode: mode}
+	if mode == ModeHostileWire {
+		wireStart()
+	}
 	send := func(msg any) error {
 		out, err := marshalRaw(msg)
 		if err != nil {
@@ -206,6 +209,10 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 			"capabilities":    caps,
 			"serverInfo":      map[string]any{"name": "mcptest-" + mode, "version": "1.0.0"},
 		}
+		if mode == ModeHostileWire {
+			resp.Result.(map[string]any)["serverInfo"] = wireServerInfo()
+			resp.Result.(map[string]any)["instructions"] = wireServerInfo()["instructions"]
+		}
 	case "ping":
 		resp.Result = map[string]any{}
 	case "tools/list":
@@ -248,6 +255,10 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 		}
 		if mode == ModeDeepAnswer {
 			resp.Result = deepAnswer()
+			break
+		}
+		if mode == ModeHostileWire {
+			resp.Result, resp.Error = wireCall(msg.Params)
 			break
 		}
 		resp.Result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}

@@ -77,7 +77,7 @@ func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
 		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile,
-		ModeDeepAnswer:
+		ModeDeepAnswer, ModeHostileWire:
 		return true
 	}
 	return false

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 func TestValidName(t *testing.T) {
@@ -332,41 +334,13 @@ func checkText(t *testing.T, out string, maxChars int) {
 		case ru == '\n' || ru == '\t':
 		case ru < 0x20 || ru >= 0x7f && ru < 0xa0:
 			t.Fatalf("control %U in %q", ru, out)
-		case isInvisible(ru):
+		case sanitize.Invisible(ru):
 			t.Fatalf("invisible %U in %q", ru, out)
-		case isVariationSelector(ru) && (prev == -1 || isVariationSelector(prev) || prev == ' ' || prev == '\n' || prev == '\t'):
+		case sanitize.IsVariationSelector(ru) && (prev == -1 || sanitize.IsVariationSelector(prev) || prev == ' ' || prev == '\n' || prev == '\t'):
 			t.Fatalf("stray variation selector in %q", out)
 		}
 		prev = ru
 	}
-}
-
-func FuzzSanitizeText(f *testing.F) {
-	for _, s := range []string{"", "plain", "\x1b[31mred\x1b]0;t\x07", "\u202e\u200b\U000E0041x\ufe0f\ufe0f", "a\xffb", "  \r\n\n\n\n  x  ", "\u009b1m\u009d\u009c"} {
-		f.Add(s, 0)
-		f.Add(s, 3)
-	}
-	f.Fuzz(func(t *testing.T, s string, maxChars int) {
-		maxChars %= 1 << 16
-		out, r := SanitizeText(s, maxChars)
-		checkText(t, out, maxChars)
-		if out != s && !r.Changed() && !strings.ContainsAny(s, " \t\n\r\u00a0\u2028\u2029\u3000") && !hasUnicodeSpace(s) {
-			t.Fatalf("changed %q to %q but reported nothing", s, out)
-		}
-		if again, r2 := SanitizeText(out, maxChars); again != out || r2.Changed() {
-			t.Fatalf("not idempotent: %q then %q (%+v)", out, again, r2)
-		}
-	})
-}
-
-// hasUnicodeSpace reports whether s has a non-ASCII space separator.
-func hasUnicodeSpace(s string) bool {
-	for _, ru := range s {
-		if ru > 0x7f && (ru == 0x85 || strings.ContainsRune("\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", ru)) {
-			return true
-		}
-	}
-	return false
 }
 
 func FuzzSchema(f *testing.F) {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 // Schema bounds a tool's input (or output) schema from an untrusted
@@ -221,69 +223,16 @@ func clipKey(s string) string {
 }
 
 // stripHidden removes escape sequences, control characters other than
-// tab, newline and carriage return, and invisible characters from s, and
-// counts them in r; it keeps everything else, white space included, as
-// written. Invalid UTF-8 becomes U+FFFD.
+// tab and newline, and invisible characters from s, and counts them in r;
+// it keeps everything else, white space included, as written (a carriage
+// return becomes a newline). It is [sanitize.Output].
 func stripHidden(s string, r *Report) string {
-	clean := true
-	for _, ru := range s {
-		if hidden(ru) || ru == utf8.RuneError || isVariationSelector(ru) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	prevVisible := false
-	for i := 0; i < len(s); {
-		ru, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case ru == 0x1b:
-			i = skipEscape(s, i)
-			r.Escapes++
-			prevVisible = false
-		case ru == 0x9b:
-			i = skipCSI(s, i)
-			r.Escapes++
-			prevVisible = false
-		case ru == 0x9d || ru == 0x90 || ru == 0x98 || ru == 0x9e || ru == 0x9f:
-			i = skipString(s, i)
-			r.Escapes++
-			prevVisible = false
-		case ru == utf8.RuneError && size <= 1:
-			r.InvalidUTF8++
-			b.WriteRune(utf8.RuneError)
-			prevVisible = true
-		case isVariationSelector(ru):
-			if prevVisible {
-				b.WriteRune(ru)
-			} else {
-				r.Invisible++
-			}
-			prevVisible = false
-		case ru < 0x20 || ru >= 0x7f && ru < 0xa0:
-			r.Controls++
-		case isInvisible(ru):
-			r.Invisible++
-		default:
-			b.WriteRune(ru)
-			prevVisible = ru != '\t' && ru != '\n' && ru != '\r' && ru != ' '
-		}
-	}
-	return b.String()
-}
-
-// hidden reports whether stripHidden removes ru (variation selectors
-// aside).
-func hidden(ru rune) bool {
-	if ru < 0x7f {
-		return ru < 0x20 && ru != '\t' && ru != '\n' && ru != '\r'
-	}
-	return ru < 0xa0 || isInvisible(ru)
+	out, sr := sanitize.Output(s)
+	r.Escapes += sr.Escapes
+	r.Controls += sr.Controls
+	r.Invisible += sr.Invisible
+	r.InvalidUTF8 += sr.InvalidUTF8
+	return out
 }
 
 // appendQuoted appends s, valid UTF-8, as a JSON string. Only what JSON

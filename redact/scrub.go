@@ -1,0 +1,206 @@
+package redact
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// MinValueLen is the shortest value a [Scrubber] removes. Shorter values
+// ("1", "true", "dev") would garble every message while protecting
+// nothing.
+const MinValueLen = 6
+
+// minFragment is the shortest base64 fragment removed for a value
+// embedded at an offset (see [Forms]).
+const minFragment = 6
+
+// Scrubber removes known secret values from text, in each of the forms
+// [Forms] lists. It is immutable and safe for concurrent use; [Scrubber.With]
+// returns a new one with more values. The forms are computed when it is
+// built, so [Scrubber.Text] is one pass over the text whatever the number
+// of values. The nil *Scrubber removes nothing.
+type Scrubber struct {
+	replacement string
+	values      []string // as given, deduplicated, in order
+	r           *strings.Replacer
+}
+
+// NewScrubber returns a Scrubber that replaces every value of values (of
+// at least [MinValueLen] bytes) and its encoded forms by replacement.
+func NewScrubber(replacement string, values ...string) *Scrubber {
+	return (&Scrubber{replacement: replacement}).With(values...)
+}
+
+// With returns a Scrubber that also removes values. It returns s itself
+// when every value is already known or too short.
+func (s *Scrubber) With(values ...string) *Scrubber {
+	var add []string
+	for _, v := range values {
+		if len(v) >= MinValueLen && !slices.Contains(s.values, v) && !slices.Contains(add, v) {
+			add = append(add, v)
+		}
+	}
+	if len(add) == 0 {
+		return s
+	}
+	n := &Scrubber{replacement: s.replacement, values: append(slices.Clip(s.values), add...)}
+	var olds []string
+	for _, v := range n.values {
+		olds = append(olds, Forms(v)...)
+	}
+	// Longest first: at one position the Replacer takes the first pattern
+	// given, so a form that contains another is replaced whole.
+	slices.SortFunc(olds, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	olds = slices.Compact(olds)
+	pairs := make([]string, 0, 2*len(olds))
+	for _, o := range olds {
+		pairs = append(pairs, o, n.replacement)
+	}
+	n.r = strings.NewReplacer(pairs...)
+	return n
+}
+
+// Len returns the number of values s removes.
+func (s *Scrubber) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.values)
+}
+
+// Text returns t with every form of every value replaced. Text with none
+// is returned as it is, without copying.
+func (s *Scrubber) Text(t string) string {
+	if s == nil || s.r == nil || t == "" {
+		return t
+	}
+	w := lazyWriter{in: t}
+	_, _ = s.r.WriteString(&w, t)
+	return w.result()
+}
+
+// lazyWriter collects what a strings.Replacer writes, copying only once
+// a second piece arrives: a Replacer that finds nothing writes its input
+// whole, in one piece, which is then returned as it is.
+type lazyWriter struct {
+	in     string
+	first  string
+	pieces int
+	b      strings.Builder
+}
+
+func (w *lazyWriter) WriteString(p string) (int, error) {
+	switch w.pieces {
+	case 0:
+		w.first = p
+	case 1:
+		w.b.Grow(len(w.in))
+		w.b.WriteString(w.first)
+		fallthrough
+	default:
+		w.b.WriteString(p)
+	}
+	w.pieces++
+	return len(p), nil
+}
+
+func (w *lazyWriter) Write(p []byte) (int, error) { return w.WriteString(string(p)) }
+
+func (w *lazyWriter) result() string {
+	switch w.pieces {
+	case 0:
+		return ""
+	case 1:
+		return w.first
+	}
+	return w.b.String()
+}
+
+// Forms returns the forms of v a Scrubber removes:
+//
+//   - v as written;
+//   - v inside a JSON string (with and without HTML escaping);
+//   - v URL-encoded as a query value and as a path segment, with upper-
+//     and lower-case hex digits;
+//   - v base64-encoded on its own, in the standard and URL alphabets,
+//     padded and raw;
+//   - v base64-encoded inside a longer byte string (user:v in Basic
+//     credentials, a JSON document with v in it), in both alphabets. Such
+//     an encoding depends on v's offset modulo 3, so there are three
+//     alignments; for each, the form is the run of characters whose six
+//     bits all come from v. The up to two characters at either end that
+//     mix v's bits with its neighbours' are left: they carry at most ten
+//     bits of v's first and last bytes, never the rest.
+//
+// What is not covered: other encodings (hex, base32, gzip, wrapped MIME
+// base64 with line breaks inside v's run), v split across lines or
+// messages, and case changes.
+func Forms(v string) []string {
+	if v == "" {
+		return nil
+	}
+	out := []string{v}
+	add := func(f string) {
+		if len(f) >= minFragment && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	if b, err := json.Marshal(v); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	var jb strings.Builder
+	enc := json.NewEncoder(&jb)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) == nil {
+		j := strings.TrimSuffix(jb.String(), "\n")
+		add(j[1 : len(j)-1])
+	}
+	for _, e := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+		add(e)
+		add(lowerHex(e))
+	}
+	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		add(e.EncodeToString([]byte(v)))
+	}
+	for k := range 3 {
+		// v at offset k in a group of three bytes: bits [8k, 8k+8n) of the
+		// stream. Character j holds bits [6j, 6j+6).
+		buf := make([]byte, k+len(v)+2)
+		copy(buf[k:], v)
+		for _, e := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			s := e.EncodeToString(buf)
+			first := (8*k + 5) / 6
+			last := (8*(k+len(v)))/6 - 1 // the last character ending at or before v's end
+			if last >= first {
+				add(s[first : last+1])
+			}
+		}
+	}
+	return out
+}
+
+// lowerHex returns a URL-encoded s with its %XX escapes in lower case.
+func lowerHex(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			for j := i + 1; j <= i+2; j++ {
+				if b[j] >= 'A' && b[j] <= 'F' {
+					b[j] += 'a' - 'A'
+				}
+			}
+		}
+	}
+	return string(b)
+}

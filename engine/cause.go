@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 // exitWait is how long an error that ended a stdio connection waits for
@@ -122,18 +124,16 @@ func (s *supervisor) stderrTail() string {
 	if len(b) > stderrShow {
 		b = b[len(b)-stderrShow:]
 	}
-	text := strings.TrimRight(strings.ToValidUTF8(string(b), "?"), "\r\n\t ")
+	// Cleaned whole before it is split, so that an escape sequence
+	// loses its parameters as well as its introducer.
+	text, _ := sanitize.Output(string(b))
+	text = strings.TrimRight(text, "\r\n\t ")
 	lines := strings.Split(text, "\n")
 	if len(lines) > stderrTailLines {
 		lines = lines[len(lines)-stderrTailLines:]
 	}
 	for i, l := range lines {
-		lines[i] = strings.Map(func(r rune) rune {
-			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-				return -1 // controls and escape sequences' introducers
-			}
-			return r
-		}, strings.TrimRight(l, "\r"))
+		lines[i] = strings.ReplaceAll(strings.TrimRight(l, "\r"), "\t", " ")
 	}
 	tail := strings.Join(lines, " | ")
 	if len(tail) > stderrTailBytes {

@@ -31,7 +31,8 @@ var (
 	wasmPkg    = mod("wasm/...")
 	engine     = mod("engine/...")
 	cli        = mod("cmd/voltmcp/...")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine}
+	safefile   = mod("safefile")
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, safefile}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
@@ -67,11 +68,12 @@ type importRule struct {
 
 // importRules is the table the module is checked against: one line a rule.
 var importRules = []importRule{
-	{rule: "cue imports only cuelang.org/go and the standard library", from: []string{cuePkg}, only: []string{"cuelang.org/go/...", cuePkg}},
+	{rule: "safefile imports only the standard library", from: []string{safefile}, only: []string{safefile}, tests: true},
+	{rule: "cue imports only cuelang.org/go, safefile and the standard library", from: []string{cuePkg}, only: []string{"cuelang.org/go/...", cuePkg, safefile}},
 	{rule: "cue never imports engine, policies or wasm (nor the MCP SDK, OPA or wazero)", from: []string{cuePkg}, deny: []string{engine, policies, wasmPkg, mcpSDK, opa, wazero}, tests: true},
-	{rule: "policies imports only open-policy-agent/opa and the standard library", from: []string{policies}, only: []string{opa, policies}},
+	{rule: "policies imports only open-policy-agent/opa, safefile and the standard library", from: []string{policies}, only: []string{opa, policies, safefile}},
 	{rule: "policies never imports engine, cue or wasm", from: []string{policies}, deny: []string{engine, cuePkg, wasmPkg}, tests: true},
-	{rule: "wasm imports only tetratelabs/wazero and the standard library", from: []string{wasmPkg}, only: []string{wazero, wasmPkg}},
+	{rule: "wasm imports only tetratelabs/wazero, safefile and the standard library", from: []string{wasmPkg}, only: []string{wazero, wasmPkg, safefile}},
 	{rule: "wasm never imports engine, cue or policies", from: []string{wasmPkg}, deny: []string{engine, cuePkg, policies}, tests: true},
 	{rule: "only engine, internal/ test helpers and examples/ import the MCP go-sdk", from: []string{thisModule}, except: []string{engine, mod("internal/..."), mod("examples/...")}, deny: []string{mcpSDK}},
 	{rule: "cmd/voltmcp imports only the library packages, spf13/pflag and the standard library", from: []string{cli}, only: append([]string{cli, pflag}, libraries...)},

@@ -207,11 +207,11 @@ func WriteFile(path string, data []byte, opts *WriteOptions) error {
 func writeFile(path string, data []byte, mode fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", path, pathless(err))
+		return fmt.Errorf("write %s: %w", path, Pathless(err))
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, pathless(err))
+		return fmt.Errorf("write %s: %w", path, Pathless(err))
 	}
 	defer func() {
 		if err != nil {
@@ -228,10 +228,10 @@ func writeFile(path string, data []byte, mode fs.FileMode) (err error) {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, pathless(err))
+		return fmt.Errorf("write %s: %w", path, Pathless(err))
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, pathless(err))
+		return fmt.Errorf("write %s: %w", path, Pathless(err))
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		_ = d.Sync() // make the rename durable where the platform allows
@@ -287,11 +287,11 @@ func Update(ctx context.Context, path string, opts *WriteOptions, edit func(old 
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	lp := path + ".lock"
 	if err := os.MkdirAll(filepath.Dir(lp), 0o700); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, pathless(err))
+		return nil, fmt.Errorf("lock %s: %w", path, Pathless(err))
 	}
 	f, err := openLockFile(lp)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, pathless(err))
+		return nil, fmt.Errorf("lock %s: %w", path, Pathless(err))
 	}
 	if f == nil {
 		return func() {}, nil
@@ -313,12 +313,35 @@ const (
 	maxLockDelay   = 10 * time.Millisecond
 )
 
-// pathless drops the path from an *fs.PathError: the caller's message
-// already names the file.
-func pathless(err error) error {
+// Pathless returns err without the path it names, for a caller whose
+// message names the file already (or must not show the path): the
+// underlying error of an [*fs.PathError], and the reason of a
+// [*NotRegularError] or [*TooLargeError] ("not a regular file (fifo)"),
+// which still matches [ErrNotRegular] or [ErrTooLarge]. Any other error
+// is returned as it is.
+func Pathless(err error) error {
+	var nr *NotRegularError
+	var tl *TooLargeError
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	switch {
+	case errors.As(err, &nr):
+		return &reason{"not a regular file (" + nr.Kind + ")", ErrNotRegular}
+	case errors.As(err, &tl) && tl.Size < 0:
+		return &reason{fmt.Sprintf("grew past the limit of %d bytes while being read", tl.Limit), ErrTooLarge}
+	case errors.As(err, &tl):
+		return &reason{fmt.Sprintf("%d bytes; the limit is %d", tl.Size, tl.Limit), ErrTooLarge}
+	case errors.As(err, &pe):
 		return pe.Err
 	}
 	return err
 }
+
+// reason is an error of Pathless: a message, matching a sentinel.
+type reason struct {
+	msg string
+	is  error
+}
+
+func (r *reason) Error() string        { return r.msg }
+func (r *reason) Is(target error) bool { return target == r.is }
+func pathless(err error) error         { return Pathless(err) }

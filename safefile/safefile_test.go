@@ -198,3 +198,20 @@ func TestLockEndsWithContext(t *testing.T) {
 		t.Fatalf("second Lock = %v, want context.Canceled", err)
 	}
 }
+
+func TestPathless(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+		is   error
+	}{
+		{&safefile.NotRegularError{Path: "/a/b", Kind: "fifo"}, "not a regular file (fifo)", safefile.ErrNotRegular},
+		{&safefile.TooLargeError{Path: "/a/b", Size: 10, Limit: 5}, "10 bytes; the limit is 5", safefile.ErrTooLarge},
+		{&fs.PathError{Op: "open", Path: "/a/b", Err: fs.ErrPermission}, fs.ErrPermission.Error(), fs.ErrPermission},
+	} {
+		got := safefile.Pathless(fmt.Errorf("wrapped: %w", c.err))
+		if got.Error() != c.want || !errors.Is(got, c.is) {
+			t.Errorf("Pathless(%v) = %v", c.err, got)
+		}
+	}
+}

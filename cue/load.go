@@ -386,6 +386,13 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 	doc, dups, err := parseJSON(ld.src)
 	if err != nil {
 		var se *syntaxError
+		var le *limitError
+		if errors.As(err, &le) {
+			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeFileTooLarge,
+				Message: le.msg, Hint: le.hint, Position: ld.src.position(le.off), Layer: st.Layer})
+			st.Reason = le.msg
+			return ld
+		}
 		if errors.As(err, &se) {
 			pos := ld.src.position(se.off)
 			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeJSONSyntax,

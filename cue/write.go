@@ -69,6 +69,11 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 				doc, _, err = parseJSON(src)
 				if err != nil {
 					var se *syntaxError
+					var le *limitError
+					if errors.As(err, &le) {
+						p := src.position(le.off)
+						return nil, fmt.Errorf("update %s: not changed: at %d:%d: %s", path, p.Line, p.Col, le.msg)
+					}
 					if errors.As(err, &se) {
 						p := src.position(se.off)
 						return nil, fmt.Errorf("update %s: not changed: invalid JSON at %d:%d: %s", path, p.Line, p.Col, se.msg)

@@ -431,12 +431,6 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 	return ld
 }
 
-// pathlessError drops the path from an *fs.PathError: the diagnostic
-// already names the file.
-func pathlessError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+// pathlessError drops the path from an error (safefile.Pathless): the
+// diagnostic already names the file.
+func pathlessError(err error) error { return safefile.Pathless(err) }

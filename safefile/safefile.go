@@ -89,12 +89,23 @@ func (o *ReadOptions) maxSize() int64 {
 
 // Open opens path for reading without blocking, and returns the open
 // file with what fstat says of it, once it is known to be a regular file
-// within the options' size cap. A missing path is an error that matches
+// within the options' size cap. Something other than a regular file is
+// refused by a stat before the open, and by fstat after it. A missing path is an error that matches
 // [fs.ErrNotExist]. The caller closes the file.
 func Open(path string, opts *ReadOptions) (*os.File, fs.FileInfo, error) {
 	var o ReadOptions
 	if opts != nil {
 		o = *opts
+	}
+	// A device is refused before it is opened, since opening some has
+	// effects of its own; the fstat below catches a file swapped in
+	// between.
+	stat := os.Stat
+	if o.NoFollow {
+		stat = os.Lstat
+	}
+	if info, err := stat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
 	}
 	f, err := openNonblock(path, o.NoFollow)
 	if err != nil {

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // MaxFileSize is the largest config file voltmcp reads. A larger file is
@@ -360,31 +360,28 @@ func (s *Schema) readLayer(path string, layer Layer, baseDir string, d *diags) *
 		st.Reason = diag.Message
 		return ld
 	}
-	f, err := os.Open(path)
+	data, err := safefile.ReadFile(path, &safefile.ReadOptions{MaxSize: MaxFileSize})
 	if errors.Is(err, fs.ErrNotExist) {
 		return ld
 	}
 	st.Found = true
-	if err != nil {
-		return fail(CodeFileUnreadable, -1, "", "cannot open: %v", pathlessError(err))
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fail(CodeFileUnreadable, -1, "", "cannot stat: %v", pathlessError(err))
-	}
-	if info.IsDir() {
+	var notRegular *safefile.NotRegularError
+	var tooLarge *safefile.TooLargeError
+	switch {
+	case errors.As(err, &notRegular) && notRegular.Kind == "directory":
 		return fail(CodeFileUnreadable, -1, "", "is a directory, not a file")
-	}
-	if info.Size() > MaxFileSize {
-		return fail(CodeFileTooLarge, -1, "", "file is %d bytes; the limit is %d (4 MiB)", info.Size(), MaxFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return fail(CodeFileUnreadable, -1, "", "cannot read: %v", pathlessError(err))
-	}
-	if len(data) > MaxFileSize {
+	case errors.As(err, &notRegular):
+		return fail(CodeFileUnreadable, -1, "", "not a regular file (%s)", notRegular.Kind)
+	case errors.As(err, &tooLarge) && tooLarge.Size < 0:
 		return fail(CodeFileTooLarge, -1, "", "file grew past the limit of %d bytes (4 MiB) while being read", MaxFileSize)
+	case errors.As(err, &tooLarge):
+		return fail(CodeFileTooLarge, -1, "", "file is %d bytes; the limit is %d (4 MiB)", tooLarge.Size, MaxFileSize)
+	case err != nil:
+		verb := "read"
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "open" {
+			verb = "open"
+		}
+		return fail(CodeFileUnreadable, -1, "", "cannot %s: %v", verb, pathlessError(err))
 	}
 	sum := sha256.Sum256(data)
 	st.SHA256 = hex.EncodeToString(sum[:])
@@ -398,6 +395,13 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 	doc, dups, err := parseJSON(ld.src)
 	if err != nil {
 		var se *syntaxError
+		var le *limitError
+		if errors.As(err, &le) {
+			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeFileTooLarge,
+				Message: le.msg, Hint: le.hint, Position: ld.src.position(le.off), Layer: st.Layer})
+			st.Reason = le.msg
+			return ld
+		}
 		if errors.As(err, &se) {
 			pos := ld.src.position(se.off)
 			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeJSONSyntax,
@@ -436,12 +440,6 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 	return ld
 }
 
-// pathlessError drops the path from an *fs.PathError: the diagnostic
-// already names the file.
-func pathlessError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+// pathlessError drops the path from an error (safefile.Pathless): the
+// diagnostic already names the file.
+func pathlessError(err error) error { return safefile.Pathless(err) }

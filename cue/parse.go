@@ -11,6 +11,25 @@ import (
 // of levels deep; the bound keeps a hostile file from exhausting the stack.
 const maxDepth = 64
 
+// Bounds on what one config file may hold, checked while it is parsed,
+// before any of it reaches CUE: validating costs memory for every server
+// and every value, so these keep a file under MaxFileSize from costing
+// more than a few tens of megabytes, whatever its shape. A real config
+// has a few dozen servers and a few thousand values.
+const (
+	// MaxServers is the most servers one file may define (in servers or
+	// mcpServers).
+	MaxServers = 1000
+	// MaxValues is the most JSON values (objects, arrays, strings,
+	// numbers, booleans and nulls, at any depth) one file may hold.
+	MaxValues = 10000
+	// maxPathBytes bounds the total length of the field paths of a
+	// file's values (servers.x.args[0], ...): each value keeps its own,
+	// so long keys nested deep, or long keys over many values, would
+	// otherwise cost far more memory than the file's bytes.
+	maxPathBytes = 4 << 20
+)
+
 // Position is a place in a config file. Line and Col are 1-based; Col
 // counts bytes, as compilers do. Offset is the 0-based byte offset.
 type Position struct {
@@ -60,6 +79,16 @@ type syntaxError struct {
 
 func (e *syntaxError) Error() string { return fmt.Sprintf("offset %d: %s", e.off, e.msg) }
 
+// limitError is a file over one of the bounds above, at the byte offset
+// of the first value past it.
+type limitError struct {
+	off  int
+	msg  string
+	hint string
+}
+
+func (e *limitError) Error() string { return fmt.Sprintf("offset %d: %s", e.off, e.msg) }
+
 // duplicateKey records a key that appears twice in one object. JSON
 // parsers disagree on which copy wins, so a config that relies on either
 // is ambiguous and reported.
@@ -71,10 +100,12 @@ type duplicateKey struct {
 // parser reads JSON into a node tree with offsets. It is strict RFC 8259:
 // no comments, no trailing commas, UTF-8 only.
 type parser struct {
-	src  *source
-	data []byte
-	i    int
-	dups []duplicateKey
+	src       *source
+	data      []byte
+	i         int
+	dups      []duplicateKey
+	values    int // values parsed so far
+	pathBytes int // total length of their paths
 }
 
 // parseJSON parses one JSON document. On a syntax error it returns the
@@ -135,6 +166,16 @@ func (p *parser) value(path string, depth int) (*node, error) {
 	if depth > maxDepth {
 		return nil, p.errf("nesting deeper than %d levels", maxDepth)
 	}
+	p.values++
+	p.pathBytes += len(path)
+	switch {
+	case p.values > MaxValues:
+		return nil, &limitError{p.i, fmt.Sprintf("the file holds more than %d values; the limit is %d", MaxValues, MaxValues),
+			"a real config holds a few thousand; split it, or find what bloated it"}
+	case p.pathBytes > maxPathBytes:
+		return nil, &limitError{p.i, fmt.Sprintf("the field paths of the file's values add up to more than %d bytes; the limit is %d", maxPathBytes, maxPathBytes),
+			"shorten the keys, or nest less deeply"}
+	}
 	if p.i >= len(p.data) {
 		return nil, p.errf("unexpected end of file, want a value")
 	}
@@ -187,6 +228,8 @@ func (p *parser) object(n *node, depth int) error {
 		return nil
 	}
 	seen := map[string]int{}
+	// The servers map of either dialect, at the top level.
+	servers := depth == 1 && (n.path == "servers" || n.path == "mcpServers")
 	for {
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
@@ -199,6 +242,10 @@ func (p *parser) object(n *node, depth int) error {
 		key, err := p.string()
 		if err != nil {
 			return err
+		}
+		if _, dup := seen[key]; servers && !dup && len(seen) == MaxServers {
+			return &limitError{keyOff, fmt.Sprintf("%s defines more than %d servers; the limit is %d a file", n.path, MaxServers, MaxServers),
+				"split the servers across files, or find what generated them"}
 		}
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {

@@ -215,7 +215,11 @@ func (c *checker) walkServers(n *node, dialect Dialect) ast.Expr {
 			c.d.add(SeverityError, CodeInvalidType, f.value, "", "", "want a server object, got %s", f.value.kind)
 			continue
 		}
-		st.Elts = append(st.Elts, c.field(f, c.walk(f.value, c.s.servers[dialect], dialect, 2)))
+		// Each server is unified on its own, not as part of the file: the
+		// CUE values of one server are garbage once it is checked, so the
+		// memory validation holds at once is one server's, not the file's.
+		def := c.s.servers[dialect]
+		c.unify(def, c.walk(f.value, def, dialect, 2), f.value.path)
 	}
 	return st
 }

@@ -5,17 +5,25 @@ package cue
 // to the earlier candidate.
 func Closest(s string, candidates []string) string {
 	best, bestD := "", 1<<30
+	limit := len(s)/3 + 1
+	ls := lower(s)
 	for _, c := range candidates {
-		if d := editDistance(lower(s), lower(c)); d < bestD {
+		// The distance is at least the difference in length: a long key
+		// (a hostile file's) costs no quadratic work.
+		if abs(len(s)-len(c)) > limit {
+			continue
+		}
+		if d := editDistance(ls, lower(c)); d < bestD {
 			best, bestD = c, d
 		}
 	}
-	limit := len(s)/3 + 1
 	if bestD > limit {
 		return ""
 	}
 	return best
 }
+
+func abs(n int) int { return max(n, -n) }
 
 func lower(s string) string {
 	b := []byte(s)

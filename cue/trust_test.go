@@ -2,9 +2,11 @@ package cue
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -124,5 +126,33 @@ func TestPoliciesAddUpAcrossLayers(t *testing.T) {
 	}
 	if len(res.Config.Policies) != 2 || len(seen.UserPolicies) != 2 {
 		t.Fatalf("untrusted: policies %+v, trust input %+v", res.Config.Policies, seen.UserPolicies)
+	}
+}
+
+// TestSaveTrustRecordConcurrently saves records of different projects at
+// once, each save with its own lock file descriptor as another process's
+// would be, and checks that none was lost.
+func TestSaveTrustRecordConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), TrustStoreFile)
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- SaveTrustRecord(path, TrustRecord{Project: fmt.Sprintf("/p/%d", i), TrustedAt: time.Now()})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := ReadTrustRecords(path)
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d records after %d concurrent saves (%v): updates were lost", len(recs), n, err)
 	}
 }

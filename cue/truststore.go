@@ -1,13 +1,15 @@
 package cue
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // TrustStoreFile is the name of the host's record of trusted projects in
@@ -27,21 +29,24 @@ type trustStore struct {
 // no records; a file that cannot be read or decoded is an error that
 // names it, and the caller should trust nothing from it.
 func ReadTrustRecords(path string) ([]TrustRecord, error) {
-	f, err := os.Open(path)
+	data, err := safefile.ReadFile(path, &safefile.ReadOptions{MaxSize: maxTrustStore})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	return decodeTrustRecords(path, data, err)
+}
+
+// decodeTrustRecords decodes the bytes of the trust record file at path,
+// read with err.
+func decodeTrustRecords(path string, data []byte, err error) ([]TrustRecord, error) {
+	if errors.Is(err, safefile.ErrTooLarge) {
+		return nil, fmt.Errorf("read trust records %s: larger than %d bytes", path, maxTrustStore)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read trust records: %w", err)
 	}
-	defer f.Close()
-	data := make([]byte, maxTrustStore+1)
-	n, _ := readFull(f, data)
-	if n > maxTrustStore {
-		return nil, fmt.Errorf("read trust records %s: larger than %d bytes", path, maxTrustStore)
-	}
 	var st trustStore
-	if err := json.Unmarshal(data[:n], &st); err != nil {
+	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("read trust records %s: %w", path, err)
 	}
 	if st.Version != 1 {
@@ -51,51 +56,58 @@ func ReadTrustRecords(path string) ([]TrustRecord, error) {
 }
 
 // SaveTrustRecord adds rec to the records at path, replacing any record
-// of the same project, and writes the file atomically with mode 0600.
+// of the same project, and writes the file atomically with mode 0600. The
+// read and the write hold the file's lock (safefile.Update), so records
+// saved at once by two processes are both kept.
 func SaveTrustRecord(path string, rec TrustRecord) error {
-	recs, err := ReadTrustRecords(path)
-	if err != nil {
-		return err
-	}
-	recs = slices.DeleteFunc(recs, func(r TrustRecord) bool { return r.Project == rec.Project })
-	recs = append(recs, rec)
-	slices.SortFunc(recs, func(a, b TrustRecord) int { return strings.Compare(a.Project, b.Project) })
-	return writeTrustRecords(path, recs)
+	return updateTrustRecords(path, func(recs []TrustRecord) ([]TrustRecord, bool) {
+		recs = slices.DeleteFunc(recs, func(r TrustRecord) bool { return r.Project == rec.Project })
+		recs = append(recs, rec)
+		slices.SortFunc(recs, func(a, b TrustRecord) int { return strings.Compare(a.Project, b.Project) })
+		return recs, true
+	})
 }
 
 // RemoveTrustRecord removes the record of project from path, and reports
 // whether there was one.
 func RemoveTrustRecord(path, project string) (bool, error) {
-	recs, err := ReadTrustRecords(path)
-	if err != nil {
-		return false, err
-	}
 	project = absPath(project)
-	n := len(recs)
-	recs = slices.DeleteFunc(recs, func(r TrustRecord) bool { return r.Project == project })
-	if len(recs) == n {
-		return false, nil
-	}
-	return true, writeTrustRecords(path, recs)
+	var removed bool
+	err := updateTrustRecords(path, func(recs []TrustRecord) ([]TrustRecord, bool) {
+		n := len(recs)
+		recs = slices.DeleteFunc(recs, func(r TrustRecord) bool { return r.Project == project })
+		removed = len(recs) != n
+		return recs, removed
+	})
+	return removed && err == nil, err
 }
 
-func writeTrustRecords(path string, recs []TrustRecord) error {
-	data, err := json.MarshalIndent(trustStore{Version: 1, Projects: recs}, "", "  ")
-	if err != nil {
-		return err
+// updateTrustRecords applies edit to the records at path under the
+// file's lock, and writes them when edit says they changed.
+func updateTrustRecords(path string, edit func([]TrustRecord) ([]TrustRecord, bool)) error {
+	edited := false
+	err := safefile.Update(context.Background(), path, &safefile.WriteOptions{Read: &safefile.ReadOptions{MaxSize: maxTrustStore}},
+		func(old []byte) ([]byte, error) {
+			edited = true
+			var recs []TrustRecord
+			if old != nil {
+				var err error
+				if recs, err = decodeTrustRecords(path, old, nil); err != nil {
+					return nil, err
+				}
+			}
+			recs, changed := edit(recs)
+			if !changed {
+				return nil, nil
+			}
+			data, err := json.MarshalIndent(trustStore{Version: 1, Projects: recs}, "", "  ")
+			if err != nil {
+				return nil, err
+			}
+			return append(data, '\n'), nil
+		})
+	if err != nil && !edited {
+		_, err = decodeTrustRecords(path, nil, err) // a read or lock error, named as a read
 	}
-	return WriteFileAtomic(path, append(data, '\n'), 0o600)
-}
-
-// readFull reads into b until it is full or the reader ends.
-func readFull(f *os.File, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := f.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+	return err
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // SetServerEnabled records enabled: true or false for a server in a
@@ -50,83 +50,63 @@ func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string
 
 // updateFile applies edit to the parsed tree of a voltmcp-dialect file
 // and writes the result atomically. A missing file starts as
-// {"version": 1}.
+// {"version": 1}. The read, the edit and the write hold the file's lock
+// (safefile.Update), so edits made at once by several processes all land.
 func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *node) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
-	mode := fs.FileMode(0o600)
-	var doc *node
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		doc = &node{kind: kindObject, fields: []field{{key: "version", value: &node{kind: kindNumber, str: "1"}}}}
-	case err != nil:
-		return fmt.Errorf("update %s: %w", path, pathlessError(err))
-	case len(data) > MaxFileSize:
-		return fmt.Errorf("update %s: file is over the %d byte limit", path, MaxFileSize)
-	default:
-		if info, err := os.Stat(path); err == nil {
-			mode = info.Mode().Perm()
-		}
-		src := newSource(path, layer, data)
-		doc, _, err = parseJSON(src)
-		if err != nil {
-			var se *syntaxError
-			if errors.As(err, &se) {
-				p := src.position(se.off)
-				return fmt.Errorf("update %s: not changed: invalid JSON at %d:%d: %s", path, p.Line, p.Col, se.msg)
+	edited := false
+	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: MaxFileSize}},
+		func(data []byte) ([]byte, error) {
+			edited = true
+			var doc *node
+			if data == nil {
+				doc = &node{kind: kindObject, fields: []field{{key: "version", value: &node{kind: kindNumber, str: "1"}}}}
+			} else {
+				src := newSource(path, layer, data)
+				var err error
+				doc, _, err = parseJSON(src)
+				if err != nil {
+					var se *syntaxError
+					var le *limitError
+					if errors.As(err, &le) {
+						p := src.position(le.off)
+						return nil, fmt.Errorf("update %s: not changed: at %d:%d: %s", path, p.Line, p.Col, le.msg)
+					}
+					if errors.As(err, &se) {
+						p := src.position(se.off)
+						return nil, fmt.Errorf("update %s: not changed: invalid JSON at %d:%d: %s", path, p.Line, p.Col, se.msg)
+					}
+					return nil, fmt.Errorf("update %s: not changed: %w", path, err)
+				}
+				if doc.kind != kindObject {
+					return nil, fmt.Errorf("update %s: not changed: the top level is not an object", path)
+				}
+				if d := detectDialect(doc); d != DialectVoltmcp {
+					return nil, fmt.Errorf("update %s: not changed: the file is in the %s dialect, not voltmcp's", path, d)
+				}
 			}
-			return fmt.Errorf("update %s: not changed: %w", path, err)
-		}
-		if doc.kind != kindObject {
-			return fmt.Errorf("update %s: not changed: the top level is not an object", path)
-		}
-		if d := detectDialect(doc); d != DialectVoltmcp {
-			return fmt.Errorf("update %s: not changed: the file is in the %s dialect, not voltmcp's", path, d)
-		}
-	}
-	if err := edit(doc); err != nil {
+			if err := edit(doc); err != nil {
+				return nil, fmt.Errorf("update %s: not changed: %w", path, err)
+			}
+			return doc.indentJSON(), nil
+		})
+	switch {
+	case err == nil || edited:
+		return err
+	case errors.Is(err, safefile.ErrTooLarge):
+		return fmt.Errorf("update %s: file is over the %d byte limit", path, MaxFileSize)
+	case errors.Is(err, safefile.ErrNotRegular):
 		return fmt.Errorf("update %s: not changed: %w", path, err)
 	}
-	return WriteFileAtomic(path, doc.indentJSON(), mode)
+	return fmt.Errorf("update %s: %w", path, pathlessError(err))
 }
 
 // WriteFileAtomic writes data to a temporary file beside path, syncs it
 // and renames it over path, so a reader or a crash sees the old file or
-// the new one, never a mix. Missing directories are created 0700.
-func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", path, pathlessError(err))
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, pathlessError(err))
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, pathlessError(err))
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, pathlessError(err))
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync() // make the rename durable where the platform allows
-		_ = d.Close()
-	}
-	return nil
+// the new one, never a mix. Missing directories are created 0700. It is
+// [safefile.WriteFile].
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	return safefile.WriteFile(path, data, &safefile.WriteOptions{Mode: mode})
 }

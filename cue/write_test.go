@@ -42,7 +42,8 @@ func TestSetServerEnabled(t *testing.T) {
 		t.Errorf("order or key spelling changed:\n%s", text)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(loc.Path(LayerUser)))
-	if len(entries) != 1 {
+	// The file and its lock file (see safefile.Update), nothing else.
+	if len(entries) != 2 || entries[1].Name() != filepath.Base(loc.Path(LayerUser))+".lock" {
 		t.Errorf("temporary files left behind: %v", entries)
 	}
 	// The overlay takes effect through the normal load.

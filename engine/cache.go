@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // cacheFormat is the version of the metadata cache files. A file of
@@ -186,24 +186,14 @@ func (c cacheStore) path(id string) string { return filepath.Join(c.dir, id+".js
 // that is unreadable, corrupt, of another format or of another definition
 // is an error that says so, and the server starts cold.
 func (c cacheStore) load(srv cue.Server) (*Metadata, error) {
-	path := c.path(srv.ID)
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := safefile.ReadFile(c.path(srv.ID), &safefile.ReadOptions{MaxSize: maxCacheFile})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("metadata cache: %w", err)
-	}
-	if info.Size() > maxCacheFile {
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("metadata cache: file over %d bytes ignored", maxCacheFile)
-	}
-	// os.ReadFile sizes its buffer from the file: one allocation.
-	data, err := os.ReadFile(path)
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("metadata cache: %w", err)
-	}
-	if len(data) > maxCacheFile {
-		return nil, fmt.Errorf("metadata cache: file over %d bytes ignored", maxCacheFile)
 	}
 	var m Metadata
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -224,7 +214,7 @@ func (c cacheStore) save(m *Metadata) error {
 	if err != nil {
 		return fmt.Errorf("metadata cache: %w", err)
 	}
-	if err := cue.WriteFileAtomic(c.path(m.Server), data, 0o600); err != nil {
+	if err := safefile.WriteFile(c.path(m.Server), data, nil); err != nil {
 		return fmt.Errorf("metadata cache: %w", err)
 	}
 	return nil

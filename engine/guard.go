@@ -271,7 +271,7 @@ func (g *guard) plugins(ctx context.Context) *wasm.Chain {
 		g.host = host
 		set := g.cfg.Settings.Plugins
 		load := func(p cue.Plugin) (*wasm.Module, error) {
-			data, err := os.ReadFile(p.Path)
+			data, err := wasm.ReadModule(p.Path)
 			if err != nil {
 				return nil, err
 			}

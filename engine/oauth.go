@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // OAuth for HTTP servers with auth type "oauth". The SDK's authorization
@@ -433,7 +433,7 @@ func (h *oauthHandler) newTokenSource(ctx context.Context, cfg *oauth2.Config, t
 	if cfg.ClientSecret != "" && !h.configuredSecret(cfg.ClientSecret) {
 		file.ClientSecret = cfg.ClientSecret // issued at registration: needed to refresh
 	}
-	ts := &storedTokenSource{s: s, base: cfg.TokenSource(ctx, tok), file: file}
+	ts := &storedTokenSource{s: s, cfg: cfg, ctx: ctx, file: file, tok: tok, at: time.Now().UTC()}
 	s.oauth.mu.Lock()
 	s.oauth.ts, s.oauth.endpoint = ts, h.endpoint
 	s.oauth.mu.Unlock()
@@ -510,26 +510,19 @@ func (s *supervisor) tokenPath() string {
 	return filepath.Join(s.e.opts.AgentDir, "mcp", "auth", s.cfg.ID+".json")
 }
 
-// loadToken reads the stored token for endpoint. It returns nil when
-// there is none usable: no file, another URL, a file others can read, an
-// expired token that cannot be refreshed.
-func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string) *storedTokenSource {
-	path := s.tokenPath()
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+// readTokenFile reads the token file at path: nil when there is none
+// usable (no file, a file others can read, an unreadable or corrupt one,
+// one of another format or server), with a warning for those that are
+// there but not usable.
+func (s *supervisor) readTokenFile(path string) *tokenFile {
+	data, err := safefile.ReadFile(path, &safefile.ReadOptions{MaxSize: maxTokenFile, Private: true})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
-	}
-	if err != nil {
-		s.log.Warn("oauth token store", "err", err)
-		return nil
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || st.Mode().Perm()&0o077 != 0 {
+	case errors.Is(err, safefile.ErrNotPrivate):
 		s.log.Warn("oauth token store: ignoring a token file that others can read", "file", path)
 		return nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil || len(data) > maxTokenFile {
+	case err != nil:
 		s.log.Warn("oauth token store: unreadable token file ignored", "file", path)
 		return nil
 	}
@@ -538,8 +531,19 @@ func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, s
 		s.log.Warn("oauth token store: corrupt token file ignored", "file", path)
 		return nil
 	}
+	if tf.Format != tokenFormat || tf.Server != s.cfg.ID || tf.Token == nil || tf.Token.AccessToken == "" {
+		return nil
+	}
+	return &tf
+}
+
+// loadToken reads the stored token for endpoint. It returns nil when
+// there is none usable: no file, another URL, a file others can read, an
+// expired token that cannot be refreshed.
+func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string) *storedTokenSource {
+	tf := s.readTokenFile(s.tokenPath())
 	switch {
-	case tf.Format != tokenFormat || tf.Server != s.cfg.ID || tf.Token == nil || tf.Token.AccessToken == "":
+	case tf == nil:
 		return nil
 	case tf.URLHash != urlHash(endpoint):
 		s.log.Info("oauth token store: the stored token is for another URL; not used")
@@ -554,12 +558,12 @@ func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, s
 	cfg := &oauth2.Config{ClientID: tf.ClientID, ClientSecret: tf.ClientSecret, Scopes: tf.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: tf.TokenURL, AuthStyle: oauth2.AuthStyle(tf.AuthStyle)}}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, client)
-	file := tf
+	file := *tf
 	file.Token = nil
 	if file.ClientSecret == secret {
 		file.ClientSecret = ""
 	}
-	return &storedTokenSource{s: s, base: cfg.TokenSource(ctx, tf.Token), file: file, last: tf.Token.AccessToken}
+	return &storedTokenSource{s: s, cfg: cfg, ctx: ctx, file: file, tok: tf.Token, last: tf.Token.AccessToken, at: tf.SavedAt}
 }
 
 // storedTokenSource hands out a server's token, refreshing it when it
@@ -567,13 +571,24 @@ func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, s
 // invalid_grant, which the SDK's transport takes as "no token": the
 // request goes without one, and the server's 401 starts a new
 // authorization rather than every request failing.
+//
+// A refresh is serialized with every other process that shares the agent
+// dir: it holds the token file's lock (safefile.Lock), reads the file
+// again inside it, and when another gateway has already refreshed (the
+// file holds a token other than the one this source has), takes that
+// token rather than presenting a refresh token that was already used,
+// which an authorization server that rotates refresh tokens answers by
+// revoking the whole grant.
 type storedTokenSource struct {
 	s    *supervisor
-	base oauth2.TokenSource
-	file tokenFile // what is stored beside the token
+	cfg  *oauth2.Config
+	ctx  context.Context // carries the HTTP client of refreshes
+	file tokenFile       // what is stored beside the token
 
 	mu   sync.Mutex
-	last string // the access token last stored
+	tok  *oauth2.Token // the token in use
+	at   time.Time     // when tok was obtained or stored
+	last string        // the access token last stored
 	dead bool
 }
 
@@ -587,37 +602,64 @@ func (t *storedTokenSource) isDead() bool {
 // refresh.
 var errNeedsGrant = &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "the token could not be refreshed"}
 
+// tokenLockTimeout bounds the wait for another process's refresh.
+const tokenLockTimeout = time.Minute
+
 func (t *storedTokenSource) Token() (*oauth2.Token, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.dead {
 		return nil, errNeedsGrant
 	}
-	tok, err := t.base.Token()
-	if err != nil {
-		t.dead = true
-		t.s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", t.s.scrub.err(err))
-		return nil, errNeedsGrant
+	if t.tok.Valid() && t.tok.AccessToken == t.last {
+		return t.tok, nil
 	}
-	if tok.AccessToken != t.last {
-		t.s.scrub.add(tok.AccessToken, tok.RefreshToken)
-		t.last = tok.AccessToken
-		f := t.file
-		f.Token, f.SavedAt = tok, time.Now().UTC()
-		if err := t.s.saveToken(&f); err != nil {
-			t.s.log.Warn("oauth token store", "err", t.s.scrub.err(err))
+	ctx, cancel := context.WithTimeout(context.Background(), tokenLockTimeout)
+	defer cancel()
+	path := t.s.tokenPath()
+	unlock, err := safefile.Lock(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("oauth token store: %w", err)
+	}
+	defer unlock()
+	if !t.tok.Valid() {
+		// Another gateway may have refreshed while this one waited: its
+		// token, newer and for the same URL and client, replaces this one.
+		if tf := t.s.readTokenFile(path); tf != nil && tf.SavedAt.After(t.at) && tf.URLHash == t.file.URLHash &&
+			tf.ClientID == t.file.ClientID && tf.TokenURL == t.file.TokenURL && tf.Token.AccessToken != t.tok.AccessToken {
+			t.s.scrub.add(tf.Token.AccessToken, tf.Token.RefreshToken)
+			t.tok, t.last, t.at = tf.Token, tf.Token.AccessToken, tf.SavedAt
 		}
+	}
+	if t.tok.Valid() && t.tok.AccessToken == t.last {
+		return t.tok, nil
+	}
+	tok := t.tok
+	if !tok.Valid() {
+		if tok, err = t.cfg.TokenSource(t.ctx, tok).Token(); err != nil {
+			t.dead = true
+			t.s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", t.s.scrub.err(err))
+			return nil, errNeedsGrant
+		}
+		t.s.scrub.add(tok.AccessToken, tok.RefreshToken)
+	}
+	f := t.file
+	f.Token, f.SavedAt = tok, time.Now().UTC()
+	t.tok, t.last, t.at = tok, tok.AccessToken, f.SavedAt
+	if err := t.s.saveToken(&f); err != nil {
+		t.s.log.Warn("oauth token store", "err", t.s.scrub.err(err))
 	}
 	return tok, nil
 }
 
-// saveToken writes a token file atomically, 0600.
+// saveToken writes a token file atomically, 0600. The caller holds the
+// file's lock.
 func (s *supervisor) saveToken(f *tokenFile) error {
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("oauth token store: %w", err)
 	}
-	if err := cue.WriteFileAtomic(s.tokenPath(), data, 0o600); err != nil {
+	if err := safefile.WriteFile(s.tokenPath(), data, nil); err != nil {
 		return fmt.Errorf("oauth token store: %w", err)
 	}
 	return nil

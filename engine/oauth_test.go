@@ -37,11 +37,13 @@ type oauthFixture struct {
 	ttl        time.Duration
 	authorizes atomic.Int32 // requests to the authorization endpoint
 	refreshes  atomic.Int32 // refresh_token grants
+	revokes    atomic.Int32 // grants revoked for a refresh token presented twice
 
 	mu        sync.Mutex
 	challenge map[string]string    // code → PKCE challenge
 	valid     map[string]time.Time // access token → expiry
 	refresh   map[string]bool      // refresh tokens issued
+	used      map[string]bool      // refresh tokens presented once (they rotate)
 	secrets   []string             // every token and code issued
 }
 
@@ -52,7 +54,7 @@ type oauthFixture struct {
 func newOAuthFixture(t *testing.T, ttl time.Duration, hidePRM ...bool) *oauthFixture {
 	t.Helper()
 	hide := len(hidePRM) > 0 && hidePRM[0]
-	f := &oauthFixture{ttl: ttl, challenge: map[string]string{}, valid: map[string]time.Time{}, refresh: map[string]bool{}}
+	f := &oauthFixture{ttl: ttl, challenge: map[string]string{}, valid: map[string]time.Time{}, refresh: map[string]bool{}, used: map[string]bool{}}
 	as, asURL := serveLoopback(t)
 	rs, rsURL := serveLoopback(t)
 
@@ -107,10 +109,21 @@ func newOAuthFixture(t *testing.T, ttl time.Duration, hidePRM ...bool) *oauthFix
 			}
 			delete(f.challenge, r.PostForm.Get("code"))
 		case "refresh_token":
-			if !f.refresh[r.PostForm.Get("refresh_token")] {
+			// Refresh tokens rotate, and one presented a second time
+			// revokes every token of the grant, as RFC 9700 (4.14.2)
+			// advises.
+			rt := r.PostForm.Get("refresh_token")
+			if f.used[rt] {
+				clear(f.valid)
+				clear(f.refresh)
+				f.revokes.Add(1)
+			}
+			if !f.refresh[rt] {
 				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 				return
 			}
+			f.used[rt] = true
+			delete(f.refresh, rt)
 			f.refreshes.Add(1)
 		default:
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})

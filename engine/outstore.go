@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // The output store keeps the full output of a tool call whose inline
@@ -513,26 +515,19 @@ func (s *outputStore) read(id string, req readRequest) (readResult, error) {
 func (s *outputStore) open(id string) (*os.File, outputMeta, int64, error) {
 	var meta outputMeta
 	path := filepath.Join(s.wsDir(), id)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// Opened without blocking and without following a link, and only a
+	// regular file: a FIFO or device planted in the store would hang a
+	// blocking open, and every reader of the store with it.
+	f, info, err := safefile.Open(path, &safefile.ReadOptions{NoFollow: true, MaxSize: -1})
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefile.ErrNotRegular):
 		return nil, meta, 0, errUnknownOutput
-	}
-	if err != nil {
+	case err != nil:
 		return nil, meta, 0, outputErr("read", err)
 	}
 	fail := func(err error) (*os.File, outputMeta, int64, error) {
 		f.Close()
 		return nil, meta, 0, err
-	}
-	// A plain file, and the one the name still names (not reached
-	// through a link).
-	info, err := f.Stat()
-	if err != nil {
-		return fail(outputErr("read", err))
-	}
-	linfo, err := os.Lstat(path)
-	if err != nil || !info.Mode().IsRegular() || !os.SameFile(info, linfo) {
-		return fail(errUnknownOutput)
 	}
 	head := make([]byte, min(info.Size(), maxOutputHeader))
 	if _, err := io.ReadFull(f, head); err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // bundleFS holds the default policies and their tests.
@@ -177,13 +179,21 @@ func regoFiles(paths []string, withTests bool) ([]string, error) {
 	return out, nil
 }
 
-// parseFiles parses files; every syntax error is collected.
+// maxPolicyFile bounds one .rego file read.
+const maxPolicyFile = 4 << 20
+
+// parseFiles parses files, each read without blocking and at most
+// maxPolicyFile bytes (a FIFO or device is refused by name); every syntax
+// error is collected.
 func parseFiles(files []string, o origin, caps *ast.Capabilities) ([]source, error) {
 	var out []source
 	var errs ast.Errors
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
+		b, err := safefile.ReadFile(f, &safefile.ReadOptions{MaxSize: maxPolicyFile})
+		switch {
+		case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrTooLarge):
+			return nil, fmt.Errorf("read policy: %w", err) // the error names the file
+		case err != nil:
 			return nil, fmt.Errorf("read policy %s: %w", f, err)
 		}
 		m, err := ast.ParseModuleWithOpts(f, string(b), parserOptions(caps))

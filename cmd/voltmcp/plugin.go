@@ -108,7 +108,7 @@ func loadPlugin(ctx context.Context, h *wasm.Host, module, pin string) (*wasm.Mo
 		}
 	} else {
 		var bin []byte
-		bin, err = os.ReadFile(module)
+		bin, err = wasm.ReadModule(module)
 		if err != nil {
 			return nil, err
 		}

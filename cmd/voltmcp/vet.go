@@ -6,10 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/safefile"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -275,7 +273,7 @@ func vetPlugins(ctx context.Context, cfg *cue.Config) cue.Diagnostics {
 // vetPlugin checks one module and returns the field of its entry to
 // report at (path or sha256) and what is wrong, or "" when nothing is.
 func vetPlugin(ctx context.Context, pl cue.Plugin, shown, export string, can func(*wasm.Module) bool) (field, msg string) {
-	bin, err := os.ReadFile(pl.Path)
+	bin, err := wasm.ReadModule(pl.Path)
 	if err != nil {
 		return "path", fmt.Sprintf("plugin %s cannot be read: %v", shown, pathError(err))
 	}
@@ -305,11 +303,7 @@ func vetPlugin(ctx context.Context, pl cue.Plugin, shown, export string, can fun
 // pathError drops the absolute path an *fs.PathError repeats, since the
 // message names the file as shown.
 func pathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return safefile.Pathless(err)
 }
 
 // shownPath returns abs, a path the loader made absolute against the
@@ -336,7 +330,7 @@ func shownPath(abs, configFile string) string {
 // origin points at (cue records an array's origin, not its items'), and
 // falls back to the item, then to the array itself.
 func itemPosition(origin cue.Origin, index int, field string) cue.Position {
-	data, err := os.ReadFile(origin.File)
+	data, err := safefile.ReadFile(origin.File, &safefile.ReadOptions{MaxSize: cue.MaxFileSize})
 	if err != nil {
 		return origin.Position
 	}

@@ -4,10 +4,9 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"os"
-	"syscall"
-	"time"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // openLock opens the lock file that serializes the writers of the log at
@@ -17,31 +16,11 @@ func openLock(path string) (*os.File, error) {
 }
 
 // lockFile takes an exclusive flock on f, waiting until it is free or ctx
-// ends. Writers hold it for one append (or Options.HoldLock), so waits
-// are short. wait runs before the first wait.
+// ends (safefile.LockFile). Writers hold it for one append (or
+// Options.HoldLock), so waits are short. wait runs before each wait.
 func lockFile(ctx context.Context, f *os.File, wait func()) error {
-	delay := 50 * time.Microsecond
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-		wait()
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay = min(2*delay, 10*time.Millisecond)
-	}
+	return safefile.LockFile(ctx, f, wait)
 }
 
 // unlockFile releases the flock lockFile took.
-func unlockFile(f *os.File) {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-}
+func unlockFile(f *os.File) { safefile.UnlockFile(f) }

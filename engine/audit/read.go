@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // wireRecord decodes a line: its Prev shadows Record's, so that a line
@@ -271,7 +273,7 @@ func Tail(ctx context.Context, path string, n int, follow bool, fn func(Record) 
 	var off int64
 	var lastSeq int64
 	var recent []Record
-	if file, err := os.Open(path); err == nil {
+	if file, err := openForRead(path); err == nil {
 		f = file
 		defer func() { _ = f.Close() }()
 		if off, err = readComplete(f, path, 0, func(rec Record) error {
@@ -351,7 +353,7 @@ func Tail(ctx context.Context, path string, n int, follow bool, fn func(Record) 
 			// Open the new active file before listing the rotated ones:
 			// then every file rotated before it is in the list, and none
 			// is missed when rotations follow each other quickly.
-			file, err := os.Open(path)
+			file, err := openForRead(path)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("audit: %w", err)
 			}
@@ -420,7 +422,7 @@ func activeChanged(f *os.File, path string) (bool, error) {
 
 // readFile calls fn with every record of the file at path.
 func readFile(path string, fn func(Record) error) error {
-	f, err := os.Open(path)
+	f, err := openForRead(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil // rotated away meanwhile
@@ -458,4 +460,12 @@ func readComplete(f *os.File, name string, off int64, fn func(Record) error) (in
 			}
 		}
 	}
+}
+
+// openForRead opens a file of the log for a reader: without blocking and
+// only a regular file (safefile.Open), so a FIFO or device in the log's
+// place is an error that names it, not a reader that hangs.
+func openForRead(path string) (*os.File, error) {
+	f, _, err := safefile.Open(path, &safefile.ReadOptions{MaxSize: -1})
+	return f, err
 }

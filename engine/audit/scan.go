@@ -238,7 +238,7 @@ type logFile struct {
 func openLogFiles(path string) ([]logFile, error) {
 	var active *os.File
 	var activeInfo os.FileInfo
-	if f, err := os.Open(path); err == nil {
+	if f, err := openForRead(path); err == nil {
 		active = f
 		if activeInfo, err = f.Stat(); err != nil {
 			_ = f.Close()
@@ -256,7 +256,7 @@ func openLogFiles(path string) ([]logFile, error) {
 	}
 	var out []logFile
 	for _, r := range rot {
-		f, err := os.Open(r.path)
+		f, err := openForRead(r.path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // deleted by rotation meanwhile
 		}

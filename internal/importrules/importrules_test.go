@@ -33,7 +33,8 @@ var (
 	cli        = mod("cmd/voltmcp/...")
 	redactPkg  = mod("redact")
 	sanitize   = mod("sanitize")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine, redactPkg, sanitize}
+	safefile   = mod("safefile")
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, redactPkg, sanitize, safefile}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
@@ -69,16 +70,17 @@ type importRule struct {
 
 // importRules is the table the module is checked against: one line a rule.
 var importRules = []importRule{
-	{rule: "cue imports only cuelang.org/go, redact and the standard library", from: []string{cuePkg}, only: []string{"cuelang.org/go/...", cuePkg, redactPkg}},
+	{rule: "cue imports only cuelang.org/go, redact, safefile and the standard library", from: []string{cuePkg}, only: []string{"cuelang.org/go/...", cuePkg, redactPkg, safefile}},
 	{rule: "redact imports only the standard library", from: []string{redactPkg}, only: []string{redactPkg}, tests: true},
 	{rule: "sanitize imports only the standard library", from: []string{sanitize}, only: []string{sanitize}, tests: true},
 	{rule: "only cue, engine and cmd/voltmcp import redact, and only they and wasm import sanitize", from: []string{thisModule}, except: []string{cuePkg, engine, cli, redactPkg, sanitize}, deny: []string{redactPkg}},
 	{rule: "only cue, engine and cmd/voltmcp import redact, and only they and wasm import sanitize", from: []string{thisModule}, except: []string{cuePkg, engine, cli, wasmPkg, redactPkg, sanitize}, deny: []string{sanitize},
 		hint: "they are leaves shared by the config, the engine and the CLI; a new user is added to this rule's except list"},
+	{rule: "safefile imports only the standard library", from: []string{safefile}, only: []string{safefile}, tests: true},
 	{rule: "cue never imports engine, policies or wasm (nor the MCP SDK, OPA or wazero)", from: []string{cuePkg}, deny: []string{engine, policies, wasmPkg, mcpSDK, opa, wazero}, tests: true},
-	{rule: "policies imports only open-policy-agent/opa and the standard library", from: []string{policies}, only: []string{opa, policies}},
+	{rule: "policies imports only open-policy-agent/opa, safefile and the standard library", from: []string{policies}, only: []string{opa, policies, safefile}},
 	{rule: "policies never imports engine, cue or wasm", from: []string{policies}, deny: []string{engine, cuePkg, wasmPkg}, tests: true},
-	{rule: "wasm imports only tetratelabs/wazero, sanitize and the standard library", from: []string{wasmPkg}, only: []string{wazero, wasmPkg, sanitize}},
+	{rule: "wasm imports only tetratelabs/wazero, sanitize, safefile and the standard library", from: []string{wasmPkg}, only: []string{wazero, wasmPkg, sanitize, safefile}},
 	{rule: "wasm never imports engine, cue or policies", from: []string{wasmPkg}, deny: []string{engine, cuePkg, policies}, tests: true},
 	{rule: "only engine, internal/ test helpers and examples/ import the MCP go-sdk", from: []string{thisModule}, except: []string{engine, mod("internal/..."), mod("examples/...")}, deny: []string{mcpSDK}},
 	{rule: "cmd/voltmcp imports only the library packages, spf13/pflag and the standard library", from: []string{cli}, only: append([]string{cli, pflag}, libraries...)},

@@ -304,6 +304,9 @@ func TestMain(m *testing.M) {
 	if dir, ok := os.LookupEnv(envChildDir); ok {
 		os.Exit(writeForever(dir))
 	}
+	if dir := os.Getenv(pinChildEnv); dir != "" {
+		os.Exit(approveChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

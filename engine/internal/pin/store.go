@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // storeFormat is the version of the pin file format.
@@ -111,8 +113,10 @@ type Result struct {
 // <dir>/<server>.json, mode 0600. Every write replaces the file atomically
 // (a temporary file, fsync, rename, fsync of the directory), so that a
 // crash at any point leaves the old file or the new one. Methods are safe
-// for concurrent use within one process; two processes writing the same
-// server's file at once may lose one of the two updates (never the file).
+// for concurrent use, within one process and between processes: every
+// read-modify-write of a server's file holds its lock file,
+// <dir>/<server>.json.lock, so a gateway observing a server while
+// `voltmcp approve` approves it loses neither change.
 type Store struct {
 	dir string
 	mu  sync.Mutex
@@ -148,6 +152,20 @@ func (s *Store) Get(server string) (Pins, error) {
 	return s.load(server)
 }
 
+// lock takes the lock of server's file (safefile.Lock), which every
+// read-modify-write of it holds, in this process or another.
+func (s *Store) lock(server string) (unlock func(), err error) {
+	path, err := s.path(server)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err = safefile.Lock(context.Background(), path)
+	if err != nil {
+		return nil, fmt.Errorf("pin store: %w", err)
+	}
+	return unlock, nil
+}
+
 // load reads the pins of server.
 func (s *Store) load(server string) (Pins, error) {
 	p, _, err := s.loadFile(server)
@@ -161,30 +179,22 @@ func (s *Store) loadFile(server string) (Pins, bool, error) {
 		return Pins{}, false, err
 	}
 	empty := Pins{Format: storeFormat, Server: server, Tools: map[string]Pin{}, Pending: map[string]Pending{}}
-	f, err := os.Open(path)
+	data, err := safefile.ReadFile(path, &safefile.ReadOptions{MaxSize: maxStoreFile})
 	if errors.Is(err, fs.ErrNotExist) {
 		return empty, false, nil
 	}
-	if err != nil {
-		return Pins{}, false, fmt.Errorf("pin store: %w", err)
-	}
-	p, err := decodeFile(f, path, server)
+	p, err := decodeFile(data, err, path, server)
 	return p, err == nil, err
 }
 
-// decodeFile reads and checks the open pin file of server.
-func decodeFile(f *os.File, path, server string) (Pins, error) {
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return Pins{}, fmt.Errorf("pin store: %w", err)
-	}
-	if info.Size() > maxStoreFile {
+// decodeFile checks the pin file of server, read with err.
+func decodeFile(data []byte, err error, path, server string) (Pins, error) {
+	var tooLarge *safefile.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
 		return Pins{}, fmt.Errorf("pin store: %s: over %d bytes", path, maxStoreFile)
-	}
-	data := make([]byte, info.Size())
-	if _, err := readFull(f, data); err != nil {
-		return Pins{}, fmt.Errorf("pin store: %s: %w", path, err)
+	case err != nil:
+		return Pins{}, fmt.Errorf("pin store: %w", err)
 	}
 	var p Pins
 	if err := json.Unmarshal(data, &p); err != nil {
@@ -210,19 +220,6 @@ func decodeFile(f *os.File, path, server string) (Pins, error) {
 	return p, nil
 }
 
-// readFull reads len(b) bytes, or fails.
-func readFull(f *os.File, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := f.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
 // save writes the pins of a server atomically.
 func (s *Store) save(p Pins) error {
 	path, err := s.path(p.Server)
@@ -233,41 +230,8 @@ func (s *Store) save(p Pins) error {
 	if err != nil {
 		return fmt.Errorf("pin store: %w", err)
 	}
-	return writeAtomic(path, append(data, '\n'))
-}
-
-// writeAtomic replaces path with data: a temporary file in the same
-// directory, written, synced and renamed over path, then the directory
-// synced.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := safefile.WriteFile(path, append(data, '\n'), nil); err != nil {
 		return fmt.Errorf("pin store: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("pin store: writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("pin store: writing %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }
@@ -306,6 +270,11 @@ func (s *Store) ObserveServer(server string, tools []Meta, hash func(Meta) strin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lock(server)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	p, exists, err := s.loadFile(server)
 	if err != nil {
 		return Result{}, err
@@ -379,6 +348,11 @@ func (s *Store) Approve(server string, tools ...string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lock(server)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, err := s.load(server)
 	if err != nil {
 		return err
@@ -405,6 +379,11 @@ func (s *Store) Approve(server string, tools ...string) error {
 func (s *Store) ApproveAll(server string) (tools []string, serverApproved bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lock(server)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
 	p, exists, err := s.loadFile(server)
 	if err != nil {
 		return nil, false, err

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestOAuthRefreshSharedAcrossGateways runs two gateways on one agent dir
+// against an authorization server that rotates refresh tokens and revokes
+// the whole grant when a used one comes back. Both start from the stored
+// token and refresh at once, again and again (its tokens are too short-
+// lived for oauth2 to use them without a refresh): the refreshes are
+// serialized by the token file's lock, each gateway uses the token the
+// other stored, and the grant survives.
+func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
+	f := newOAuthFixture(t, 5*time.Second)
+	var log bytes.Buffer
+	opts := oauthWorkspace(t, f.mcpURL, &log)
+	var calls atomic.Int32
+	opts.Authorize = headless(t, &calls)
+	ctx := ctxT(t, 60*time.Second)
+	e := start(t, opts)
+	if err := e.Connect(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+
+	opts.Authorize = nil // a gateway that loses the grant cannot get another
+	gateways := []*Engine{start(t, opts), start(t, opts)}
+	var wg sync.WaitGroup
+	errs := make([]error, len(gateways))
+	for i, g := range gateways {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := g.CallTool(ctx, "o", "echo", map[string]any{"text": "hi"}); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("gateway %d: %v", i, err)
+		}
+	}
+	if n := f.revokes.Load(); n != 0 {
+		t.Errorf("the authorization server saw a refresh token twice %d times and revoked the grant", n)
+	}
+	if f.refreshes.Load() == 0 || calls.Load() != 1 {
+		t.Errorf("refreshes %d, authorizations %d", f.refreshes.Load(), calls.Load())
+	}
+	if s := f.leaked(log.String()); s != "" {
+		t.Errorf("log shows %s", s)
+	}
+}

@@ -121,34 +121,65 @@ func gatewayCommands() []*command {
 }
 
 func serveCommand() *command {
-	var addr string
+	var addr, tokenFile string
 	c := &command{
 		name:    "serve",
 		summary: "run the MCP gateway for an agent (stdio, or Streamable HTTP on loopback)",
-		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT]
+		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT [--token-file PATH]]
 
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
-Claude Code, Cursor and VS Code start); with --http, over Streamable HTTP on
-a loopback address, refusing other Host headers (DNS rebinding) and
-cross-origin browser requests. Eager and keep-alive servers start in the
-background; startup never waits for them.
+Claude Code, Cursor and VS Code start). Eager and keep-alive servers start
+in the background; startup never waits for them.
+
+With --http, over Streamable HTTP on a loopback address, to the holder of a
+bearer token only: another user of the machine can reach a loopback port
+too. The token is made at the first start (32 random bytes, base64url) in
+a file only you can read, <agent-dir>/http/token or --token-file PATH, and
+the same file is used again at each start, so a client's config stays
+valid; delete the file to make a new token. serve prints the file's path,
+never the token. A client sends it in a header on every request:
+
+  Authorization: Bearer <the token>
+
+Claude Code:  claude mcp add --transport http voltmcp http://127.0.0.1:8931/ \
+                --header "Authorization: Bearer $(cat ~/.volt/agent/http/token)"
+Cursor (.cursor/mcp.json), VS Code (.vscode/mcp.json, "servers" with
+"type": "http"):  "url": "http://127.0.0.1:8931/",
+                  "headers": {"Authorization": "Bearer <the token>"}
+
+Requests without the token get a 401; those with a Host that is not a
+loopback name (DNS rebinding) or an Origin that is not a loopback origin
+(a web page) get a 403.
 
 Examples:
   voltmcp serve
-  voltmcp serve --http 127.0.0.1:8931`,
+  voltmcp serve --http 127.0.0.1:8931
+  voltmcp serve --http 127.0.0.1:8931 --token-file ~/.config/voltmcp/http.token`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&addr, "http", "", "serve Streamable HTTP on this loopback address instead of stdio")
+			fs.StringVar(&tokenFile, "token-file", "", "with --http, the file of the bearer token clients must send (default <agent-dir>/http/token)")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return usageErrorf("serve takes no arguments")
 		}
-		if addr != "" {
+		var token string
+		switch {
+		case addr != "":
 			if err := checkLoopback(addr); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if tokenFile == "" {
+				tokenFile = defaultTokenFile(e.g.agentDir)
+			}
+			var err error
+			if token, _, err = loadOrCreateToken(tokenFile); err != nil {
+				return failuref("%w", err)
+			}
+		case tokenFile != "":
+			return usageErrorf("--token-file goes with --http")
 		}
 		eng, err := engine.New(ctx, engine.Options{
 			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
@@ -177,7 +208,7 @@ Examples:
 			}
 			return nil
 		}
-		return serveHTTP(ctx, e, eng, addr)
+		return serveHTTP(ctx, e, eng, addr, token, tokenFile)
 	}
 	return c
 }
@@ -198,13 +229,14 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
-func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr string) error {
+func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, token, tokenFile string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return failuref("listen: %w", err)
 	}
-	srv := &http.Server{Handler: eng.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: eng.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(e.stderr, "voltmcp: serving MCP on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	fmt.Fprintf(e.stderr, "voltmcp: clients must send \"Authorization: Bearer <token>\" with the token in %s\n", tokenFile)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

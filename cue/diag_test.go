@@ -215,7 +215,8 @@ func TestDefaults(t *testing.T) {
 		OutputCacheMaxBytes: 256 << 20, Resources: "explicit", Prompts: "user-preview",
 		Plugins: Plugins{Builtin: true, Classifiers: []Plugin{}, Shapers: []Plugin{}},
 		Limits: Limits{MaxTools: 1000, MaxDescriptionChars: 2048, MaxSchemaBytes: 65536, MaxSchemaDepth: 32,
-			MaxEnumValues: 256, MaxResultBytes: 4 << 20, MaxMessageBytes: 8 << 20}}
+			MaxEnumValues: 256, MaxResultBytes: 4 << 20, MaxMessageBytes: 8 << 20},
+		Audit: Audit{OnFailure: "refuse-risky"}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("settings defaults:\n got %+v\nwant %+v", s, want)
 	}

@@ -158,6 +158,9 @@ type Engine struct {
 	audit     atomic.Pointer[auditQueue]
 	auditMu   sync.RWMutex // held to send on the queue; Close takes it to end it
 	backlog   auditBacklog // lean calls' records waiting to be written
+	auditOK   auditHealth  // whether the log can be written (record.go)
+	// auditOpenErr is why the log did not open, set once by openAudit.
+	auditOpenErr error
 
 	mu      sync.Mutex
 	closed  bool

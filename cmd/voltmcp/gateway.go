@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -181,10 +183,17 @@ Examples:
 		case tokenFile != "":
 			return usageErrorf("--token-file goes with --http")
 		}
+		// The engine's warnings and errors (an audit log that cannot be
+		// written, once when it starts failing and once when it is
+		// written again; a plugin fault; a policy that failed to load) go
+		// to stderr, which an agent keeps as the server's log.
+		stderr := &lockedWriter{w: e.stderr}
+		e.stderr = stderr
 		eng, err := engine.New(ctx, engine.Options{
 			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
 			LookupEnv: os.LookupEnv,
+			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		if err != nil {
 			return failuref("%w", err)
@@ -248,4 +257,17 @@ func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, token, tok
 	case err := <-errc:
 		return failuref("serve: %w", err)
 	}
+}
+
+// lockedWriter serializes writes to w: serve's stderr is written by the
+// engine's logger and by serve itself.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -196,7 +196,7 @@ func (v *verifier) verify(r io.Reader, name string, nameSeq int64) error {
 			cause, _ := rec.Detail["error"].(string)
 			rep.LostRecords += int64(n)
 			rep.Lost = appendProblem(rep.Lost, Problem{Kind: ProblemLost, File: name, Line: l.no, Offset: l.off, Seq: rec.Seq,
-				Got: strconv.FormatInt(int64(n), 10),
+				Got:     strconv.FormatInt(int64(n), 10),
 				Message: fmt.Sprintf("%d records were lost: the log could not be written from %s to %s (%s)", int64(n), since, rec.Time.Format(time.RFC3339), cause)})
 		}
 		rep.Records++

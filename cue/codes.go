@@ -59,6 +59,8 @@ func codeInfo(c Code) (Severity, string) {
 		return SeverityWarning, "A tool is both included and excluded."
 	case CodeDisabledAbove:
 		return SeverityWarning, "A higher layer disables a server a lower layer defines."
+	case CodeSecretInArgs:
+		return SeverityWarning, "A secret reaches a server in its arguments, which every local user can read; pass it in env."
 	case CodePolicyError:
 		return SeverityError, "A policy named in settings.policies does not load; the gateway would fail closed and deny every call."
 	case CodePluginError:
@@ -76,7 +78,7 @@ func Codes() []Code {
 		CodeServerIDClash, CodeMissingField, CodeTransportMismatch, CodeCrossScopeField,
 		CodeProjectIgnored, CodeProjectSetting, CodeLiteralSecret, CodeShellCommand,
 		CodeUnpinnedPackage, CodeInsecureURL, CodeFilterOverlap, CodeDisabledAbove,
-		CodePolicyError, CodePluginError,
+		CodePolicyError, CodePluginError, CodeSecretInArgs,
 	}
 }
 

@@ -109,6 +109,8 @@ var codeCases = []struct {
 	{code: CodeDisabledAbove, files: map[Layer]string{
 		LayerUserShared: `{"mcpServers":{"x":{"command":"x"}}}`, LayerUser: `{"servers":{"x":{"enabled":false}}}`},
 		layer: LayerUser, line: 1, col: 28, path: "servers.x.enabled", in: "disabled"},
+	{code: CodeSecretInArgs, files: map[Layer]string{LayerUser: `{"servers":{"x":{"command":"x","args":["--token","${env:GH_TOKEN}"]}}}`},
+		layer: LayerUser, line: 1, col: 50, path: "servers.x.args[1]", in: "pass it in env"},
 }
 
 func TestDiagnosticCodes(t *testing.T) {

@@ -164,7 +164,7 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	switch q := e.audit.Load(); {
 	case q == nil:
 		if err := e.auditOpenErr; err != nil {
-			e.auditFailed(int64(len(rs)), err)
+			e.auditFailed(int64(len(rs)), err, false)
 		}
 	case wait != nil:
 		q.append(audit.WithBeforeWait(context.Background(), wait), e, rs)
@@ -194,7 +194,7 @@ func (e *Engine) openAudit() {
 		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
 		if err != nil {
 			e.auditOpenErr = err
-			e.auditFailed(0, err)
+			e.auditFailed(0, err, false)
 			return
 		}
 		for _, p := range l.Problems() {
@@ -484,7 +484,7 @@ func (q *auditQueue) append(ctx context.Context, e *Engine, rs []audit.Record) {
 				n += lost
 			}
 		}
-		e.auditFailed(n, err)
+		e.auditFailed(n, err, lost > 0)
 		return
 	case err != nil && !errors.Is(err, audit.ErrClosed):
 		// A record that cannot be encoded: a bug, not a failing log.
@@ -519,12 +519,16 @@ type AuditState struct {
 }
 
 // auditFailed notes that n records could not be written, because of
-// err. The first failure after a healthy time is logged and published
-// once; those that follow only count.
-func (e *Engine) auditFailed(n int64, err error) {
+// err; gap says the write began with an audit_gap record (auditGap),
+// whose count n includes again. The first failure after a healthy time
+// is logged and published once; those that follow only count.
+func (e *Engine) auditFailed(n int64, err error, gap bool) {
 	h := &e.auditOK
 	h.mu.Lock()
 	h.lost += n
+	if gap {
+		h.gaps--
+	}
 	first := !h.failing.Load()
 	if first {
 		h.since, h.cause = time.Now(), err.Error()

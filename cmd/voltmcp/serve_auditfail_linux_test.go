@@ -152,6 +152,7 @@ func TestServeAuditFailureIsLoud(t *testing.T) {
 	}
 	_ = cs.Close()
 	waitExited(ctx, t, cmd)
+	t.Logf("serve's stderr:\n%s", stderr.String())
 
 	rep, err := audit.Verify(logPath)
 	if err != nil {

@@ -96,3 +96,51 @@ func TestAuditFailureUnderAllow(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditLogThatDoesNotOpen starts an engine whose audit directory is
+// a file: the log does not open, status says it fails and risky calls
+// are refused; once the file is gone, a later record opens the log and
+// it resumes, with an audit_gap record first.
+func TestAuditLogThatDoesNotOpen(t *testing.T) {
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	agent := filepath.Join(opts.Home, ".volt", "agent")
+	if err := os.MkdirAll(agent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Dir(audit.DefaultPath(agent))
+	if err := os.WriteFile(blocker, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, opts)
+	state := func() AuditState {
+		return gw(t, e, GatewayInput{Action: "status"}).Data.(map[string]any)["audit"].(AuditState)
+	}
+	if st := state(); st.State != "failing" || st.Error == "" {
+		t.Fatalf("status with an audit log that cannot open: %+v", st)
+	}
+	call := func() GatewayResult {
+		return gw(t, e, GatewayInput{Action: "call", Server: "s", Tool: "slow", ArgumentsJSON: `{"ms": 1}`})
+	}
+	if r := call(); !r.IsError || !strings.Contains(r.Text, "audit log cannot be written") {
+		t.Fatalf("a risky call with no audit log: %s", r.Text)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for state().State != "ok" {
+		if time.Now().After(deadline) {
+			t.Fatal("the audit log never opened")
+		}
+		call()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := call(); r.IsError {
+		t.Fatalf("a call once the log is back: %s", r.Text)
+	}
+	e.Close()
+	gaps, _, err := audit.Read(audit.DefaultPath(agent), audit.Query{Kind: audit.KindAuditGap})
+	if err != nil || len(gaps) != 1 {
+		t.Fatalf("audit_gap records: %d %v", len(gaps), err)
+	}
+}

@@ -154,13 +154,16 @@ type Engine struct {
 	session     string // this Engine's id in audit records
 	ws          string // the workspace: the project root, absolute
 
-	auditOnce sync.Once
-	audit     atomic.Pointer[auditQueue]
-	auditMu   sync.RWMutex // held to send on the queue; Close takes it to end it
-	backlog   auditBacklog // lean calls' records waiting to be written
-	auditOK   auditHealth  // whether the log can be written (record.go)
-	// auditOpenErr is why the log did not open, set once by openAudit.
-	auditOpenErr error
+	// auditOpenMu guards opening the log (openAudit) and the fields
+	// below it.
+	auditOpenMu  sync.Mutex
+	audit        atomic.Pointer[auditQueue]
+	auditMu      sync.RWMutex // held to send on the queue; Close takes it to end it
+	backlog      auditBacklog // lean calls' records waiting to be written
+	auditOK      auditHealth  // whether the log can be written (record.go)
+	auditOpenErr error        // why the log did not open last time
+	auditOpenAt  time.Time    // when it was last tried
+	auditClosed  bool         // Close has run: no log opens
 
 	mu      sync.Mutex
 	closed  bool

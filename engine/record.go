@@ -155,7 +155,7 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	if wait != nil && e.audit.Load() == nil {
 		wait() // opening the log takes its lock, which may be held
 	}
-	e.openAudit()
+	openErr := e.openAudit()
 	for i := range rs {
 		rs[i].Workspace, rs[i].Session, rs[i].Surface = e.workspace(), e.session, string(e.opts.Surface)
 	}
@@ -163,8 +163,8 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	defer e.auditMu.RUnlock()
 	switch q := e.audit.Load(); {
 	case q == nil:
-		if err := e.auditOpenErr; err != nil {
-			e.auditFailed(int64(len(rs)), err, false)
+		if openErr != nil {
+			e.auditFailed(int64(len(rs)), openErr, false)
 		}
 	case wait != nil:
 		q.append(audit.WithBeforeWait(context.Background(), wait), e, rs)
@@ -175,35 +175,55 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	}
 }
 
-// openAudit opens the log and starts its writer on first use.
-func (e *Engine) openAudit() {
-	e.auditOnce.Do(func() {
-		// The redact decision of the current config, looked up per string:
-		// the log may open before the first config is in place (for the
-		// trust decision, which holds paths and hashes only), and a reload
-		// brings a new one.
-		memo := &redactMemo{}
-		redact := func(s string) string {
-			if g := e.guard.Load(); g != nil {
-				if red := g.redactor(); red != nil {
-					return memo.redact(red, s)
-				}
+// auditReopenEvery is how often a log that did not open is tried again,
+// at most.
+const auditReopenEvery = time.Second
+
+// openAudit opens the log and starts its writer on first use. When the
+// log does not open, the failure is the audit log's (auditFailed), and
+// a record made auditReopenEvery later tries again; the error is
+// returned until then. After Close it opens nothing and returns nil.
+// An open log costs one atomic load.
+func (e *Engine) openAudit() error {
+	if e.audit.Load() != nil {
+		return nil
+	}
+	e.auditOpenMu.Lock()
+	defer e.auditOpenMu.Unlock()
+	if e.audit.Load() != nil || e.auditClosed {
+		return nil
+	}
+	if e.auditOpenErr != nil && time.Since(e.auditOpenAt) < auditReopenEvery {
+		return e.auditOpenErr
+	}
+	e.auditOpenAt = time.Now()
+	// The redact decision of the current config, looked up per string:
+	// the log may open before the first config is in place (for the
+	// trust decision, which holds paths and hashes only), and a reload
+	// brings a new one.
+	memo := &redactMemo{}
+	redact := func(s string) string {
+		if g := e.guard.Load(); g != nil {
+			if red := g.redactor(); red != nil {
+				return memo.redact(red, s)
 			}
-			return s
 		}
-		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
-		if err != nil {
-			e.auditOpenErr = err
-			e.auditFailed(0, err, false)
-			return
-		}
-		for _, p := range l.Problems() {
-			e.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
-		}
-		q := &auditQueue{log: l, ch: make(chan audit.Record, auditQueueLen), done: make(chan struct{})}
-		go q.run(e)
-		e.audit.Store(q)
-	})
+		return s
+	}
+	l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
+	if err != nil {
+		e.auditOpenErr = err
+		e.auditFailed(0, err, false)
+		return err
+	}
+	e.auditOpenErr = nil
+	for _, p := range l.Problems() {
+		e.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
+	}
+	q := &auditQueue{log: l, ch: make(chan audit.Record, auditQueueLen), done: make(chan struct{})}
+	go q.run(e)
+	e.audit.Store(q)
+	return nil
 }
 
 // heldRecords holds the audit records a lean call makes until its answer
@@ -623,7 +643,9 @@ func (e *Engine) auditRefuses(r Risk) bool {
 // closeAudit writes what is queued and closes the audit log.
 func (e *Engine) closeAudit() {
 	e.backlog.close()
-	e.auditOnce.Do(func() {}) // none opens after Close
+	e.auditOpenMu.Lock()
+	e.auditClosed = true // none opens after Close
+	e.auditOpenMu.Unlock()
 	e.auditMu.Lock()
 	q := e.audit.Swap(nil)
 	e.auditMu.Unlock()

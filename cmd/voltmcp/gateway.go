@@ -123,11 +123,11 @@ func gatewayCommands() []*command {
 }
 
 func serveCommand() *command {
-	var addr, tokenFile string
+	var addr, tokenFile, socket string
 	c := &command{
 		name:    "serve",
 		summary: "run the MCP gateway for an agent (stdio, or Streamable HTTP on loopback)",
-		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT [--token-file PATH]]
+		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT | --socket PATH] [--token-file PATH]
 
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
@@ -150,6 +150,11 @@ Cursor (.cursor/mcp.json), VS Code (.vscode/mcp.json, "servers" with
 "type": "http"):  "url": "http://127.0.0.1:8931/",
                   "headers": {"Authorization": "Bearer <the token>"}
 
+With --socket PATH, the same over a unix socket (mode 0600, in a directory
+only you can enter; on Linux each connection's peer must run as you), for
+clients that can dial one (curl --unix-socket PATH http://localhost/); the
+token is required there too.
+
 Requests without the token get a 401; those with a Host that is not a
 loopback name (DNS rebinding) or an Origin that is not a loopback origin
 (a web page) get a 403.
@@ -160,7 +165,8 @@ Examples:
   voltmcp serve --http 127.0.0.1:8931 --token-file ~/.config/voltmcp/http.token`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&addr, "http", "", "serve Streamable HTTP on this loopback address instead of stdio")
-			fs.StringVar(&tokenFile, "token-file", "", "with --http, the file of the bearer token clients must send (default <agent-dir>/http/token)")
+			fs.StringVar(&tokenFile, "token-file", "", "with --http or --socket, the file of the bearer token clients must send (default <agent-dir>/http/token)")
+			fs.StringVar(&socket, "socket", "", "serve Streamable HTTP on a unix socket at this path (0600, in a directory only you can enter) instead of stdio")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -169,9 +175,13 @@ Examples:
 		}
 		var token string
 		switch {
-		case addr != "":
-			if err := checkLoopback(addr); err != nil {
-				return usageErrorf("%v", err)
+		case addr != "" && socket != "":
+			return usageErrorf("give --http or --socket, not both")
+		case addr != "" || socket != "":
+			if addr != "" {
+				if err := checkLoopback(addr); err != nil {
+					return usageErrorf("%v", err)
+				}
 			}
 			if tokenFile == "" {
 				tokenFile = defaultTokenFile(e.g.agentDir)
@@ -181,7 +191,7 @@ Examples:
 				return failuref("%w", err)
 			}
 		case tokenFile != "":
-			return usageErrorf("--token-file goes with --http")
+			return usageErrorf("--token-file goes with --http or --socket")
 		}
 		// The engine's warnings and errors (an audit log that cannot be
 		// written, once when it starts failing and once when it is
@@ -204,7 +214,7 @@ Examples:
 				fmt.Fprintln(e.stderr, d)
 			}
 		}
-		if addr == "" {
+		if addr == "" && socket == "" {
 			// The agent's pipes are read and written through the poller
 			// (pollio): faster, and safe from a runtime stall.
 			in, restore := pollio.Reader(e.stdin, e.stdout)
@@ -217,7 +227,7 @@ Examples:
 			}
 			return nil
 		}
-		return serveHTTP(ctx, e, eng, addr, token, tokenFile)
+		return serveHTTP(ctx, e, eng, addr, socket, token, tokenFile)
 	}
 	return c
 }
@@ -238,13 +248,23 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
-func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, token, tokenFile string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, socket, token, tokenFile string) error {
+	var ln net.Listener
+	var err error
+	if socket != "" {
+		if ln, err = listenSocket(socket); err != nil {
+			return failuref("%w", err)
+		}
+		defer os.Remove(socket)
+	} else if ln, err = net.Listen("tcp", addr); err != nil {
 		return failuref("listen: %w", err)
 	}
 	srv := &http.Server{Handler: eng.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "voltmcp: serving MCP on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	if socket != "" {
+		fmt.Fprintf(e.stderr, "voltmcp: serving MCP on unix socket %s, as http://localhost/ (Ctrl-C to stop)\n", socket)
+	} else {
+		fmt.Fprintf(e.stderr, "voltmcp: serving MCP on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	}
 	fmt.Fprintf(e.stderr, "voltmcp: clients must send \"Authorization: Bearer <token>\" with the token in %s\n", tokenFile)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

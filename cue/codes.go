@@ -61,6 +61,8 @@ func codeInfo(c Code) (Severity, string) {
 		return SeverityWarning, "A higher layer disables a server a lower layer defines."
 	case CodeOAuthLoopback:
 		return SeverityWarning, "An OAuth server's auth sets allowInsecureLoopback: its authorization may use plain http to loopback addresses."
+	case CodeSecretInArgs:
+		return SeverityWarning, "A secret reaches a server in its arguments, which every local user can read; pass it in env."
 	case CodePolicyError:
 		return SeverityError, "A policy named in settings.policies does not load; the gateway would fail closed and deny every call."
 	case CodePluginError:
@@ -78,7 +80,7 @@ func Codes() []Code {
 		CodeServerIDClash, CodeMissingField, CodeTransportMismatch, CodeCrossScopeField,
 		CodeProjectIgnored, CodeProjectSetting, CodeLiteralSecret, CodeShellCommand,
 		CodeUnpinnedPackage, CodeInsecureURL, CodeFilterOverlap, CodeDisabledAbove,
-		CodeOAuthLoopback, CodePolicyError, CodePluginError,
+		CodeOAuthLoopback, CodePolicyError, CodePluginError, CodeSecretInArgs,
 	}
 }
 

@@ -91,6 +91,10 @@ const (
 	CodeFilterOverlap   Code = "filter-overlap"
 	CodeDisabledAbove   Code = "disabled-by-higher-layer"
 	CodeOAuthLoopback   Code = "oauth-insecure-loopback"
+	// CodeSecretInArgs is a secret passed in a server's arguments by
+	// reference: resolved, it lands in the child's argv, which every
+	// local user can read.
+	CodeSecretInArgs Code = "secret-in-args"
 	// CodePolicyError and CodePluginError are reported by vet, which
 	// loads the policies and plugins the config names.
 	CodePolicyError Code = "policy-error"

@@ -111,6 +111,8 @@ var codeCases = []struct {
 	{code: CodeDisabledAbove, files: map[Layer]string{
 		LayerUserShared: `{"mcpServers":{"x":{"command":"x"}}}`, LayerUser: `{"servers":{"x":{"enabled":false}}}`},
 		layer: LayerUser, line: 1, col: 28, path: "servers.x.enabled", in: "disabled"},
+	{code: CodeSecretInArgs, files: map[Layer]string{LayerUser: `{"servers":{"x":{"command":"x","args":["--token","${env:GH_TOKEN}"]}}}`},
+		layer: LayerUser, line: 1, col: 50, path: "servers.x.args[1]", in: "pass it in env"},
 }
 
 func TestDiagnosticCodes(t *testing.T) {
@@ -217,7 +219,8 @@ func TestDefaults(t *testing.T) {
 		OutputCacheMaxBytes: 256 << 20, Resources: "explicit", Prompts: "user-preview",
 		Plugins: Plugins{Builtin: true, Classifiers: []Plugin{}, Shapers: []Plugin{}},
 		Limits: Limits{MaxTools: 1000, MaxDescriptionChars: 2048, MaxSchemaBytes: 65536, MaxSchemaDepth: 32,
-			MaxEnumValues: 256, MaxResultBytes: 4 << 20, MaxMessageBytes: 8 << 20}}
+			MaxEnumValues: 256, MaxResultBytes: 4 << 20, MaxMessageBytes: 8 << 20},
+		Audit: Audit{OnFailure: "refuse-risky"}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("settings defaults:\n got %+v\nwant %+v", s, want)
 	}

@@ -60,6 +60,10 @@ func lintSecrets(n *node, d *diags) {
 			for i := range list {
 				if redact.ArgSecret(list, i) {
 					d.add(SeverityError, CodeLiteralSecret, args.items[i], "", hint, "argument %d holds a literal secret", i)
+				} else if name, ok := argSecretRef(list, i); ok {
+					d.add(SeverityWarning, CodeSecretInArgs, args.items[i], "",
+						"pass it in env (\"env\": {\"NAME\": \"${env:NAME}\"}) and let the server read it there",
+						"argument %d passes ${env:%s}, a secret, on the command line: the resolved value is in the server's argv, which every local user can read (/proc/PID/cmdline, ps)", i, name)
 				}
 			}
 		}
@@ -245,4 +249,28 @@ func hasWildcard(s string) bool { return strings.ContainsAny(s, "*?") }
 func globMatch(glob, name string) bool {
 	ok, err := path.Match(glob, name)
 	return err == nil && ok
+}
+
+// argSecretRef reports whether args[i] passes a secret by reference: an
+// ${env:NAME} whose NAME, or whose flag (--token ${env:X},
+// --api-key=${env:X}), names a secret. It returns the variable's name.
+func argSecretRef(args []string, i int) (string, bool) {
+	a := args[i]
+	refs := envRefAnyRE.FindAllStringSubmatch(a, -1)
+	if len(refs) == 0 {
+		return "", false
+	}
+	flag := ""
+	if name, _, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+		flag = name
+	} else if i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=") {
+		flag = args[i-1]
+	}
+	for _, r := range refs {
+		if redact.IsSecretName(r[1]) || (flag != "" && redact.IsSecretName(flag)) ||
+			strings.Contains(strings.ToLower(a), "bearer ") {
+			return r[1], true
+		}
+	}
+	return "", false
 }

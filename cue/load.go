@@ -159,6 +159,11 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 					}
 				}
 			}
+			if s := ld.doc.get("settings"); s != nil && s.get("audit") != nil {
+				d.addAt(SeverityWarning, CodeProjectSetting, s, "audit", "set it in a user layer",
+					"a project cannot change what happens while the audit log fails; this setting is ignored")
+				s.del("audit")
+			}
 		}
 	}
 	if len(project) > 0 {

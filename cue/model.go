@@ -85,6 +85,16 @@ type Settings struct {
 	Plugins Plugins `json:"plugins"`
 	// Limits are the gateway-wide bounds on what servers send.
 	Limits Limits `json:"limits"`
+	// Audit comes from user layers only.
+	Audit Audit `json:"audit"`
+}
+
+// Audit is settings.audit.
+type Audit struct {
+	// OnFailure is what happens to calls while the audit log cannot be
+	// written: "refuse-risky" (refuse write, destructive and unknown
+	// risk) or "allow".
+	OnFailure string `json:"onFailure"`
 }
 
 // Plugins is settings.plugins: the WebAssembly classifiers and shapers.

@@ -111,6 +111,16 @@ type Options struct {
 	// decision and plugin fault is appended to
 	// <AgentDir>/audit/audit.jsonl.
 	DisableAudit bool
+	// KeepDumpable leaves the process as it is. Zero: on Linux, New makes
+	// the whole process non-dumpable (prctl PR_SET_DUMPABLE 0) and sets
+	// its soft RLIMIT_CORE to 0, so that no server it starts (running as
+	// the same user) can read the process's environment, memory or file
+	// descriptors under /proc, or ptrace it, and no core file holds its
+	// secrets. This lasts for the life of the process, beyond Close, and
+	// also keeps a debugger of the same user from attaching; other
+	// systems are left as they are. Set it in a program that must stay
+	// debuggable and starts no server it does not trust.
+	KeepDumpable bool
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for
@@ -144,10 +154,16 @@ type Engine struct {
 	session     string // this Engine's id in audit records
 	ws          string // the workspace: the project root, absolute
 
-	auditOnce sync.Once
-	audit     atomic.Pointer[auditQueue]
-	auditMu   sync.RWMutex // held to send on the queue; Close takes it to end it
-	backlog   auditBacklog // lean calls' records waiting to be written
+	// auditOpenMu guards opening the log (openAudit) and the fields
+	// below it.
+	auditOpenMu  sync.Mutex
+	audit        atomic.Pointer[auditQueue]
+	auditMu      sync.RWMutex // held to send on the queue; Close takes it to end it
+	backlog      auditBacklog // lean calls' records waiting to be written
+	auditOK      auditHealth  // whether the log can be written (record.go)
+	auditOpenErr error        // why the log did not open last time
+	auditOpenAt  time.Time    // when it was last tried
+	auditClosed  bool         // Close has run: no log opens
 
 	mu      sync.Mutex
 	closed  bool
@@ -166,6 +182,13 @@ type Engine struct {
 // Diagnostics. Close the Engine when done, even if New failed part way:
 // New closes what it started before returning an error.
 func New(ctx context.Context, opts Options) (*Engine, error) {
+	if !opts.KeepDumpable {
+		// Before any server starts: a child could read the environ of a
+		// dumpable parent from its first instruction.
+		if err := hardenProcess(); err != nil {
+			return nil, err
+		}
+	}
 	e := &Engine{opts: opts, log: opts.Logger, lookup: opts.LookupEnv, grace: opts.StopGrace, httpBase: opts.HTTPTransport}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))

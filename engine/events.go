@@ -22,8 +22,12 @@ const (
 	// EventPluginFault reports a plugin that trapped, ran out of time or
 	// memory, answered garbage, or did not load; Error names the module.
 	EventPluginFault EventType = "mcp_plugin_fault"
-	// EventAuditError reports an audit record that could not be written.
+	// EventAuditError reports that the audit log cannot be written, once
+	// when it starts failing (Error says why), not per record.
 	EventAuditError EventType = "mcp_audit_error"
+	// EventAuditResumed reports that the audit log is written again; an
+	// audit_gap record in the log says how many records were lost.
+	EventAuditResumed EventType = "mcp_audit_resumed"
 )
 
 // Event is one thing that happened in the engine. Fields that do not

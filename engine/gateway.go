@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -201,6 +202,19 @@ func (e *Engine) gwStatus(in GatewayInput) GatewayResult {
 	}
 	if n := e.Diagnostics().Count(cue.SeverityError); n > 0 {
 		notes = append(notes, fmt.Sprintf("the config has %d error(s); servers with errors are disabled", n))
+	}
+	if !e.opts.DisableAudit {
+		e.openAudit() // a log that cannot open shows here
+	}
+	au := e.auditState()
+	data["audit"] = au
+	if au.State == "failing" {
+		what := "write, destructive and unknown-risk calls are refused until it can"
+		if au.OnFailure == "allow" {
+			what = "calls run unaudited (settings.audit.onFailure is allow)"
+		}
+		notes = append(notes, fmt.Sprintf("the audit log cannot be written since %s (%s): %d records lost so far; %s",
+			au.Since.Format(time.RFC3339), au.Error, au.Lost, what))
 	}
 	if len(notes) > 0 {
 		data["notes"] = notes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,10 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		then(here, *bad)
 		return
 	}
+	if d.Allowed && e.auditRefuses(ti.Risk) {
+		d = ToolDecision{Exposed: d.Exposed, Reasons: append(slices.Clone(d.Reasons),
+			fmt.Sprintf("the audit log cannot be written, and a call of risk %s is refused until it can (settings.audit.onFailure)", ti.Risk))}
+	}
 	// The call's audit detail is the same for every call of this tool
 	// under this guard (its redaction) and supervisor (its server's
 	// definition).
@@ -125,6 +130,9 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		out.Notes = sh.notes
 		if resultNote != "" {
 			out.Notes = append(out.Notes, resultNote)
+		}
+		if e.auditOK.failing.Load() {
+			out.Notes = append(out.Notes, auditFailingNote)
 		}
 		if out.Truncation == nil && res.StructuredContent != nil && !sh.changed {
 			if structuredClean(res.StructuredContent) {

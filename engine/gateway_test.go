@@ -244,9 +244,9 @@ func TestServeStdioAndHTTP(t *testing.T) {
 	<-done
 
 	// Streamable HTTP on loopback.
-	hs := httptest.NewServer(e.HTTPHandler())
+	hs := httptest.NewServer(e.HTTPHandler(testToken))
 	defer hs.Close()
-	hcs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	hcs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearerClient(testToken)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

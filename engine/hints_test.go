@@ -232,11 +232,11 @@ func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
 					}
 					return held, texts[0]
 				}
-				hs := httptest.NewServer(e.HTTPHandler())
+				hs := httptest.NewServer(e.HTTPHandler(testToken))
 				defer hs.Close()
 				ctx := ctxT(t, 30*time.Second)
 				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
-					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearerClient(testToken)}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

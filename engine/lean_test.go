@@ -258,9 +258,9 @@ func TestLeanServeMatchesSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer viaLean.Close()
-	hs := httptest.NewServer(e.HTTPHandler())
+	hs := httptest.NewServer(e.HTTPHandler(testToken))
 	defer hs.Close()
-	viaSDK, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	viaSDK, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearerClient(testToken)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

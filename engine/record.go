@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -154,7 +156,7 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	if wait != nil && e.audit.Load() == nil {
 		wait() // opening the log takes its lock, which may be held
 	}
-	e.openAudit()
+	openErr := e.openAudit()
 	for i := range rs {
 		rs[i].Workspace, rs[i].Session, rs[i].Surface = e.workspace(), e.session, string(e.opts.Surface)
 	}
@@ -162,6 +164,9 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	defer e.auditMu.RUnlock()
 	switch q := e.audit.Load(); {
 	case q == nil:
+		if openErr != nil {
+			e.auditFailed(int64(len(rs)), openErr, false)
+		}
 	case wait != nil:
 		q.append(audit.WithBeforeWait(context.Background(), wait), e, rs)
 	default:
@@ -171,35 +176,55 @@ func (e *Engine) pushAll(rs []audit.Record, wait func()) {
 	}
 }
 
-// openAudit opens the log and starts its writer on first use.
-func (e *Engine) openAudit() {
-	e.auditOnce.Do(func() {
-		// The redact decision of the current config, looked up per string:
-		// the log may open before the first config is in place (for the
-		// trust decision, which holds paths and hashes only), and a reload
-		// brings a new one.
-		memo := &redactMemo{}
-		redact := func(s string) string {
-			if g := e.guard.Load(); g != nil {
-				if red := g.redactor(); red != nil {
-					return memo.redact(red, s)
-				}
+// auditReopenEvery is how often a log that did not open is tried again,
+// at most.
+const auditReopenEvery = time.Second
+
+// openAudit opens the log and starts its writer on first use. When the
+// log does not open, the failure is the audit log's (auditFailed), and
+// a record made auditReopenEvery later tries again; the error is
+// returned until then. After Close it opens nothing and returns nil.
+// An open log costs one atomic load.
+func (e *Engine) openAudit() error {
+	if e.audit.Load() != nil {
+		return nil
+	}
+	e.auditOpenMu.Lock()
+	defer e.auditOpenMu.Unlock()
+	if e.audit.Load() != nil || e.auditClosed {
+		return nil
+	}
+	if e.auditOpenErr != nil && time.Since(e.auditOpenAt) < auditReopenEvery {
+		return e.auditOpenErr
+	}
+	e.auditOpenAt = time.Now()
+	// The redact decision of the current config, looked up per string:
+	// the log may open before the first config is in place (for the
+	// trust decision, which holds paths and hashes only), and a reload
+	// brings a new one.
+	memo := &redactMemo{}
+	redact := func(s string) string {
+		if g := e.guard.Load(); g != nil {
+			if red := g.redactor(); red != nil {
+				return memo.redact(red, s)
 			}
-			return s
 		}
-		l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
-		if err != nil {
-			e.log.Error("audit log unavailable", "err", err)
-			e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
-			return
-		}
-		for _, p := range l.Problems() {
-			e.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
-		}
-		q := &auditQueue{log: l, ch: make(chan audit.Record, auditQueueLen), done: make(chan struct{})}
-		go q.run(e)
-		e.audit.Store(q)
-	})
+		return s
+	}
+	l, err := audit.Open(audit.DefaultPath(e.opts.AgentDir), &audit.Options{Redact: redact})
+	if err != nil {
+		e.auditOpenErr = err
+		e.auditFailed(0, err, false)
+		return err
+	}
+	e.auditOpenErr = nil
+	for _, p := range l.Problems() {
+		e.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
+	}
+	q := &auditQueue{log: l, ch: make(chan audit.Record, auditQueueLen), done: make(chan struct{})}
+	go q.run(e)
+	e.audit.Store(q)
+	return nil
 }
 
 // heldRecords holds the audit records a lean call makes until its answer
@@ -461,18 +486,167 @@ func (q *auditQueue) run(e *Engine) {
 	}
 }
 
-// append writes records, reporting a failure.
+// append writes records, reporting a failure. While the log is failing
+// (auditHealth), an audit_gap record naming the records lost so far goes
+// first: when it is written, the log is healthy again.
 func (q *auditQueue) append(ctx context.Context, e *Engine, rs []audit.Record) {
-	if err := q.log.AppendAll(ctx, rs); err != nil {
+	gap, lost := e.auditGap()
+	if lost > 0 {
+		rs = append([]audit.Record{gap}, rs...)
+	}
+	err := q.log.AppendAll(ctx, rs)
+	var we *audit.WriteError
+	switch {
+	case errors.As(err, &we):
+		n := int64(we.Records)
+		if lost > 0 {
+			if we.Records == len(rs) {
+				n-- // the gap record itself: its count goes back
+				n += lost
+			}
+		}
+		e.auditFailed(n, err, lost > 0)
+		return
+	case err != nil && !errors.Is(err, audit.ErrClosed):
+		// A record that cannot be encoded: a bug, not a failing log.
 		e.log.Error("audit append", "err", err)
+	}
+	e.auditWritten(lost)
+}
+
+// auditHealth is whether the audit log can be written. failing is read
+// on every call's path (one atomic load); the rest changes only while
+// the log fails, under mu.
+type auditHealth struct {
+	failing atomic.Bool
+	mu      sync.Mutex
+	lost    int64     // records lost and not yet named by an audit_gap record
+	gaps    int       // audit_gap records being written
+	since   time.Time // when the log started failing
+	cause   string    // the first failure's error
+}
+
+// AuditState is the health of the audit log in the status action.
+type AuditState struct {
+	// State is "ok" or "failing".
+	State string `json:"state"`
+	// Since, Error and Lost are set while failing: when it started, the
+	// first failure, and how many records were lost so far.
+	Since *time.Time `json:"since,omitempty"`
+	Error string     `json:"error,omitempty"`
+	Lost  int64      `json:"lost,omitempty"`
+	// OnFailure is settings.audit.onFailure.
+	OnFailure string `json:"onFailure,omitempty"`
+}
+
+// auditFailed notes that n records could not be written, because of
+// err; gap says the write began with an audit_gap record (auditGap),
+// whose count n includes again. The first failure after a healthy time
+// is logged and published once; those that follow only count.
+func (e *Engine) auditFailed(n int64, err error, gap bool) {
+	h := &e.auditOK
+	h.mu.Lock()
+	h.lost += n
+	if gap {
+		h.gaps--
+	}
+	first := !h.failing.Load()
+	if first {
+		h.since, h.cause = time.Now(), err.Error()
+		h.failing.Store(true)
+	}
+	h.mu.Unlock()
+	if first {
+		e.log.Error("audit log cannot be written; calls of risk write, destructive or unknown are refused until it can (settings.audit.onFailure)", "err", err)
 		e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
 	}
+}
+
+// auditGap returns, while the log fails with records lost, the
+// audit_gap record that names them, and their number; it then counts
+// them as named until auditWritten or auditFailed says what became of
+// the record. It returns 0 when the log is healthy.
+func (e *Engine) auditGap() (audit.Record, int64) {
+	h := &e.auditOK
+	if !h.failing.Load() {
+		return audit.Record{}, 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lost := h.lost
+	if lost == 0 {
+		return audit.Record{}, 0
+	}
+	h.lost = 0
+	h.gaps++
+	r := audit.Record{Kind: audit.KindAuditGap, Time: time.Now(), Status: "resumed",
+		Workspace: e.workspace(), Session: e.session, Surface: string(e.opts.Surface),
+		Detail: map[string]any{"lost": lost, "since": h.since.Format(time.RFC3339Nano), "error": h.cause}}
+	return r, lost
+}
+
+// auditWritten notes a write that succeeded, with an audit_gap record
+// naming lost records when lost > 0: once no record is lost unnamed,
+// the log is healthy again, which is logged and published once.
+func (e *Engine) auditWritten(lost int64) {
+	h := &e.auditOK
+	if !h.failing.Load() {
+		return
+	}
+	h.mu.Lock()
+	if lost > 0 {
+		h.gaps--
+	}
+	resumed := h.lost == 0 && h.gaps == 0
+	if resumed {
+		h.failing.Store(false)
+		h.cause = ""
+	}
+	h.mu.Unlock()
+	if resumed {
+		e.log.Warn("audit log written again; an audit_gap record names the records lost")
+		e.bus.publish(Event{Type: EventAuditResumed})
+	}
+}
+
+// auditState reports the audit log's health.
+func (e *Engine) auditState() AuditState {
+	st := AuditState{State: "ok", OnFailure: e.Config().Settings.Audit.OnFailure}
+	if e.opts.DisableAudit {
+		st.State = "disabled"
+		return st
+	}
+	h := &e.auditOK
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failing.Load() {
+		since := h.since
+		st.State, st.Since, st.Error, st.Lost = "failing", &since, h.cause, h.lost
+	}
+	return st
+}
+
+// auditFailingNote is the note of a call answered while the audit log
+// cannot be written.
+const auditFailingNote = "the audit log cannot be written: this call is not audited (voltmcp status says why)"
+
+// auditRefuses reports whether a call of risk r is refused because the
+// audit log cannot be written: while it fails, under
+// settings.audit.onFailure "refuse-risky" (the default), every risk but
+// read. The healthy case costs one atomic load.
+func (e *Engine) auditRefuses(r Risk) bool {
+	if !e.auditOK.failing.Load() || r == RiskRead {
+		return false
+	}
+	return e.Config().Settings.Audit.OnFailure != "allow"
 }
 
 // closeAudit writes what is queued and closes the audit log.
 func (e *Engine) closeAudit() {
 	e.backlog.close()
-	e.auditOnce.Do(func() {}) // none opens after Close
+	e.auditOpenMu.Lock()
+	e.auditClosed = true // none opens after Close
+	e.auditOpenMu.Unlock()
 	e.auditMu.Lock()
 	q := e.audit.Swap(nil)
 	e.auditMu.Unlock()

@@ -3,11 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -207,13 +210,87 @@ func (e *Engine) serveStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 	return err
 }
 
-// HTTPHandler serves the gateway over Streamable HTTP. Requests whose
-// Host is not a loopback name are refused (DNS rebinding), and so are
-// cross-origin browser requests.
-func (e *Engine) HTTPHandler() http.Handler {
+// HTTPHandler serves the gateway over Streamable HTTP to the holder of
+// token: a request must carry "Authorization: Bearer <token>", checked
+// in constant time, or it gets a 401 with "WWW-Authenticate: Bearer"; an
+// empty token refuses every request. The token is what keeps another
+// user of the machine, who can reach a loopback port as well, from
+// calling the servers with this user's credentials: make it random (32
+// bytes from crypto/rand or more) and readable by this user alone.
+// Requests whose Host is not a loopback name (DNS rebinding) are
+// refused with a 403, and so are those with an Origin that is not a
+// loopback origin, and cross-origin browser requests, before the token
+// is looked at. The presented value is never logged or echoed.
+func (e *Engine) HTTPHandler(token string) http.Handler {
 	srv := e.newMCPServer()
-	// The SDK refuses a non-loopback Host on a loopback listener; cross
-	// origin checks refuse browser requests from other sites.
+	// The SDK also refuses a non-loopback Host on a loopback listener;
+	// cross-origin checks refuse browser requests from other sites,
+	// loopback ones on another port included.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	return http.NewCrossOriginProtection().Handler(h)
+	return &ownerOnly{token: []byte(token), next: http.NewCrossOriginProtection().Handler(h)}
+}
+
+// ownerOnly lets through the requests from a loopback origin that carry
+// the bearer token (HTTPHandler).
+type ownerOnly struct {
+	token []byte
+	next  http.Handler
+}
+
+func (o *ownerOnly) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !loopbackHost(r.Host) {
+		http.Error(w, "forbidden: the Host header must name a loopback address", http.StatusForbidden)
+		return
+	}
+	if origins := r.Header.Values("Origin"); len(origins) > 0 && (len(origins) > 1 || !loopbackOrigin(origins[0])) {
+		http.Error(w, "forbidden: requests from a non-loopback origin are refused", http.StatusForbidden)
+		return
+	}
+	if !o.authorized(r.Header.Values("Authorization")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp"`)
+		http.Error(w, "unauthorized: send the token of voltmcp serve's token file as Authorization: Bearer <token>", http.StatusUnauthorized)
+		return
+	}
+	o.next.ServeHTTP(w, r)
+}
+
+// authorized reports whether values, the request's Authorization
+// headers, are one bearer credential equal to the token. The
+// comparison takes the same time wherever the first difference is.
+func (o *ownerOnly) authorized(values []string) bool {
+	if len(o.token) == 0 || len(values) != 1 {
+		return false
+	}
+	v := values[0]
+	const scheme = "bearer "
+	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimLeft(v[len(scheme):], " ")), o.token) == 1
+}
+
+// loopbackHost reports whether hostport, a Host header, names a loopback
+// address: localhost, or an IP address that is loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOrigin reports whether origin, an Origin header, is an http or
+// https origin on a loopback host.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || (u.Path != "" && u.Path != "/") {
+		return false
+	}
+	return loopbackHost(u.Host)
 }

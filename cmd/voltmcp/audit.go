@@ -162,6 +162,12 @@ func writeVerifyText(w io.Writer, rep audit.VerifyReport) error {
 	for _, p := range rep.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", clean(p.String()))
 	}
+	if rep.LostRecords > 0 || len(rep.Lost) > 0 {
+		fmt.Fprintf(&b, "%d records LOST while the log could not be written:\n", rep.LostRecords)
+		for _, p := range rep.Lost {
+			fmt.Fprintf(&b, "  %s\n", clean(p.String()))
+		}
+	}
 	if rep.Intact {
 		b.WriteString("chain intact\n")
 	} else {
@@ -169,7 +175,7 @@ func writeVerifyText(w io.Writer, rep audit.VerifyReport) error {
 			fmt.Fprintf(&b, "chain BROKEN at %s:%d (seq %d): %s\n  prev found:    %q\n  prev expected: %q\n",
 				clean(p.File), p.Line, p.Seq, clean(p.Message), clean(p.Got), p.Want)
 		}
-		fmt.Fprintf(&b, "%d broken links, %d seq gaps\n", rep.BrokenLinks, rep.GapCount)
+		fmt.Fprintf(&b, "%d broken links, %d seq gaps, %d records lost\n", rep.BrokenLinks, rep.GapCount, rep.LostRecords)
 		for _, p := range rep.Gaps {
 			fmt.Fprintf(&b, "  %s\n", clean(p.String()))
 		}

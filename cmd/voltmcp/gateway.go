@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -85,7 +87,7 @@ func gatewayCommands() []*command {
 	}
 	return []*command{
 		gatewayCommand("status", "status", "summarize the gateway, or show one server in full",
-			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes, and what the bounds dropped or cleaned from each server's\nmetadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
+			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes, the audit log's health (failing: since when, why, records\nlost), and what the bounds dropped or cleaned from each server's\nmetadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
 		gatewayCommand("search", "search", "search the cached tools of every server",
 			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. --json prints exactly what the mcp tool's search action returns.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json",
 			[]string{"QUERY"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
@@ -121,39 +123,87 @@ func gatewayCommands() []*command {
 }
 
 func serveCommand() *command {
-	var addr string
+	var addr, tokenFile, socket string
 	c := &command{
 		name:    "serve",
 		summary: "run the MCP gateway for an agent (stdio, or Streamable HTTP on loopback)",
-		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT]
+		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT | --socket PATH] [--token-file PATH]
 
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
-Claude Code, Cursor and VS Code start); with --http, over Streamable HTTP on
-a loopback address, refusing other Host headers (DNS rebinding) and
-cross-origin browser requests. Eager and keep-alive servers start in the
-background; startup never waits for them.
+Claude Code, Cursor and VS Code start). Eager and keep-alive servers start
+in the background; startup never waits for them.
+
+With --http, over Streamable HTTP on a loopback address, to the holder of a
+bearer token only: another user of the machine can reach a loopback port
+too. The token is made at the first start (32 random bytes, base64url) in
+a file only you can read, <agent-dir>/http/token or --token-file PATH, and
+the same file is used again at each start, so a client's config stays
+valid; delete the file to make a new token. serve prints the file's path,
+never the token. A client sends it in a header on every request:
+
+  Authorization: Bearer <the token>
+
+Claude Code:  claude mcp add --transport http voltmcp http://127.0.0.1:8931/ \
+                --header "Authorization: Bearer $(cat ~/.volt/agent/http/token)"
+Cursor (.cursor/mcp.json), VS Code (.vscode/mcp.json, "servers" with
+"type": "http"):  "url": "http://127.0.0.1:8931/",
+                  "headers": {"Authorization": "Bearer <the token>"}
+
+With --socket PATH, the same over a unix socket (mode 0600, in a directory
+only you can enter; on Linux each connection's peer must run as you), for
+clients that can dial one (curl --unix-socket PATH http://localhost/); the
+token is required there too.
+
+Requests without the token get a 401; those with a Host that is not a
+loopback name (DNS rebinding) or an Origin that is not a loopback origin
+(a web page) get a 403.
 
 Examples:
   voltmcp serve
-  voltmcp serve --http 127.0.0.1:8931`,
+  voltmcp serve --http 127.0.0.1:8931
+  voltmcp serve --http 127.0.0.1:8931 --token-file ~/.config/voltmcp/http.token`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&addr, "http", "", "serve Streamable HTTP on this loopback address instead of stdio")
+			fs.StringVar(&tokenFile, "token-file", "", "with --http or --socket, the file of the bearer token clients must send (default <agent-dir>/http/token)")
+			fs.StringVar(&socket, "socket", "", "serve Streamable HTTP on a unix socket at this path (0600, in a directory only you can enter) instead of stdio")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return usageErrorf("serve takes no arguments")
 		}
-		if addr != "" {
-			if err := checkLoopback(addr); err != nil {
-				return usageErrorf("%v", err)
+		var token string
+		switch {
+		case addr != "" && socket != "":
+			return usageErrorf("give --http or --socket, not both")
+		case addr != "" || socket != "":
+			if addr != "" {
+				if err := checkLoopback(addr); err != nil {
+					return usageErrorf("%v", err)
+				}
 			}
+			if tokenFile == "" {
+				tokenFile = defaultTokenFile(e.g.agentDir)
+			}
+			var err error
+			if token, _, err = loadOrCreateToken(tokenFile); err != nil {
+				return failuref("%w", err)
+			}
+		case tokenFile != "":
+			return usageErrorf("--token-file goes with --http or --socket")
 		}
+		// The engine's warnings and errors (an audit log that cannot be
+		// written, once when it starts failing and once when it is
+		// written again; a plugin fault; a policy that failed to load) go
+		// to stderr, which an agent keeps as the server's log.
+		stderr := &lockedWriter{w: e.stderr}
+		e.stderr = stderr
 		eng, err := engine.New(ctx, engine.Options{
 			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
 			LookupEnv: os.LookupEnv,
+			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		if err != nil {
 			return failuref("%w", err)
@@ -164,7 +214,7 @@ Examples:
 				fmt.Fprintln(e.stderr, d)
 			}
 		}
-		if addr == "" {
+		if addr == "" && socket == "" {
 			// The agent's pipes are read and written through the poller
 			// (pollio): faster, and safe from a runtime stall.
 			in, restore := pollio.Reader(e.stdin, e.stdout)
@@ -177,7 +227,7 @@ Examples:
 			}
 			return nil
 		}
-		return serveHTTP(ctx, e, eng, addr)
+		return serveHTTP(ctx, e, eng, addr, socket, token, tokenFile)
 	}
 	return c
 }
@@ -198,13 +248,24 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
-func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, socket, token, tokenFile string) error {
+	var ln net.Listener
+	var err error
+	if socket != "" {
+		if ln, err = listenSocket(socket); err != nil {
+			return failuref("%w", err)
+		}
+		defer os.Remove(socket)
+	} else if ln, err = net.Listen("tcp", addr); err != nil {
 		return failuref("listen: %w", err)
 	}
-	srv := &http.Server{Handler: eng.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "voltmcp: serving MCP on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	srv := &http.Server{Handler: eng.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
+	if socket != "" {
+		fmt.Fprintf(e.stderr, "voltmcp: serving MCP on unix socket %s, as http://localhost/ (Ctrl-C to stop)\n", socket)
+	} else {
+		fmt.Fprintf(e.stderr, "voltmcp: serving MCP on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	}
+	fmt.Fprintf(e.stderr, "voltmcp: clients must send \"Authorization: Bearer <token>\" with the token in %s\n", tokenFile)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -216,4 +277,17 @@ func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr string) err
 	case err := <-errc:
 		return failuref("serve: %w", err)
 	}
+}
+
+// lockedWriter serializes writes to w: serve's stderr is written by the
+// engine's logger and by serve itself.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -141,7 +141,7 @@ func TestCommandHelp(t *testing.T) {
 		"refresh":       nil,
 		"enable":        nil,
 		"disable":       nil,
-		"serve":         {"http"},
+		"serve":         {"http", "token-file", "socket"},
 		"status":        {"json"},
 		"search":        {"json", "server", "limit"},
 		"describe":      {"json"},

@@ -24,6 +24,20 @@ const maxProblems = maxReported
 // ErrClosed is returned by Append on a closed Log.
 var ErrClosed = errors.New("audit: log closed")
 
+// WriteError is the error of an append that could not write to the log
+// file (a full disk, a file too large, an I/O error, a file that can no
+// longer be opened or locked): Records of the records given may not be
+// in the log. An append whose only trouble is a record that cannot be
+// encoded returns no WriteError.
+type WriteError struct {
+	Records int
+	Err     error
+}
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // Options tune a Log. The zero value (or a nil *Options) is a log that
 // rotates at 16 MiB, keeps 8 rotated files, writes strings as given and
 // does not fsync.
@@ -216,7 +230,10 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	locked := !l.held
 	if locked {
 		if err := lockFile(ctx, l.lock, wait); err != nil {
-			return fmt.Errorf("audit: append: lock: %w", err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("audit: append: lock: %w", err)
+			}
+			return &WriteError{len(rs), fmt.Errorf("audit: append: lock: %w", err)}
 		}
 		if l.opts.HoldLock > 0 && l.lock != nil {
 			l.hold()
@@ -226,7 +243,8 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	}
 	if locked || l.dirty {
 		if err := l.catchUp(); err != nil {
-			return err
+			l.dirty = true // look again next time
+			return &WriteError{len(rs), err}
 		}
 	}
 	defer l.releaseBuf()
@@ -246,14 +264,14 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 		if err != nil {
 			l.dirty = true
 			if len(rs) > 1 {
-				return fmt.Errorf("audit: append: %d of %d records may not be written: %w", len(rs)-first, len(rs), err)
+				return &WriteError{len(rs) - first, fmt.Errorf("audit: append: %d of %d records may not be written: %w", len(rs)-first, len(rs), err)}
 			}
-			return fmt.Errorf("audit: append: %w", err)
+			return &WriteError{1, fmt.Errorf("audit: append: %w", err)}
 		}
 		l.seq, l.prev, l.newline = seq, prev, false
 		if l.opts.Sync {
 			if err := l.f.Sync(); err != nil {
-				return fmt.Errorf("audit: append: sync: %w", err)
+				return &WriteError{len(rs) - first, fmt.Errorf("audit: append: sync: %w", err)}
 			}
 		}
 		first = next
@@ -523,6 +541,9 @@ func (l *Log) reopen() error {
 // read that very inode, so its size is the open file's size. Elsewhere
 // the open file is asked for its size as well.
 func (l *Log) catchUp() error {
+	if l.f == nil {
+		return l.reopen() // an earlier reopen failed
+	}
 	fi := l.fi
 	if fi == nil || l.lock == nil {
 		var err error

@@ -107,6 +107,12 @@ type VerifyReport struct {
 	// Warnings are findings that do not touch the chain, such as a
 	// rotated file whose name does not match its first record.
 	Warnings []Problem `json:"warnings,omitempty"`
+	// Lost lists the audit_gap records (the first 100): the writer could
+	// not write the log for a while and says how many records it lost.
+	// LostRecords adds up their counts. Any of them makes the log not
+	// intact: the chain holds, but records are missing.
+	Lost        []Problem `json:"lost,omitempty"`
+	LostRecords int64     `json:"lost_records"`
 }
 
 // Verify reads every file of the log whose active file is path, oldest
@@ -129,7 +135,7 @@ func Verify(path string) (VerifyReport, error) {
 			return rep, err
 		}
 	}
-	rep.Intact = rep.BrokenLinks == 0 && rep.GapCount == 0
+	rep.Intact = rep.BrokenLinks == 0 && rep.GapCount == 0 && len(rep.Lost) == 0
 	return rep, nil
 }
 
@@ -185,6 +191,15 @@ func (v *verifier) verify(r io.Reader, name string, nameSeq int64) error {
 					Want: strconv.FormatInt(v.lastSeq+1, 10), Got: strconv.FormatInt(rec.Seq, 10),
 					Message: fmt.Sprintf("seq %d follows seq %d (%s)", rec.Seq, v.lastSeq, v.lastAt)})
 			}
+		}
+		if rec.Kind == KindAuditGap {
+			n, _ := rec.Detail["lost"].(float64)
+			since, _ := rec.Detail["since"].(string)
+			cause, _ := rec.Detail["error"].(string)
+			rep.LostRecords += int64(n)
+			rep.Lost = appendProblem(rep.Lost, Problem{Kind: ProblemLost, File: name, Line: l.no, Offset: l.off, Seq: rec.Seq,
+				Got:     strconv.FormatInt(int64(n), 10),
+				Message: fmt.Sprintf("%d records were lost: the log could not be written from %s to %s (%s)", int64(n), since, rec.Time.Format(time.RFC3339), cause)})
 		}
 		rep.Records++
 		rep.LastSeq, rep.LastHash = rec.Seq, hash

@@ -24,6 +24,11 @@ const (
 	KindConfigChange = "config_change" // a config file written by voltmcp
 	KindPluginFault  = "plugin_fault"  // a wasm plugin trapped, timed out or misbehaved
 	KindPolicyError  = "policy_error"  // a policy failed to decide (and so denied)
+	// KindAuditGap says that records were lost: the log could not be
+	// written for a while. Its Detail holds "lost", the number of
+	// records, "since" (RFC 3339) and "error", the first failure. Verify
+	// reports it.
+	KindAuditGap = "audit_gap"
 )
 
 // MaxLineBytes bounds one line of the log, newline excluded. Append

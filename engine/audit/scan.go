@@ -45,6 +45,9 @@ const (
 	// append still chains from what this process wrote last, so Verify
 	// shows the loss as a broken link.
 	ProblemShrunk ProblemKind = "log_shrunk"
+	// ProblemLost is an audit_gap record: its writer could not write
+	// the log for a while and lost the records it names.
+	ProblemLost ProblemKind = "records_lost"
 )
 
 // Problem is one thing a reader or the log found wrong.

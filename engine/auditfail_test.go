@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voltmcp/voltmcp/engine/audit"
+)
+
+// TestAuditFailureUnderAllow replaces the audit file with a directory
+// while the engine runs: the status action says the log fails, and under
+// settings.audit.onFailure "allow" (set in a user layer) a call that is
+// not a read still runs, with a note. Removing the directory lets the
+// next write through, led by an audit_gap record; a project layer cannot
+// set "allow".
+func TestAuditFailureUnderAllow(t *testing.T) {
+	for _, layer := range []string{"user", "project"} {
+		t.Run(layer, func(t *testing.T) {
+			settings := map[string]any{"audit": map[string]any{"onFailure": "allow"}}
+			var projectSettings map[string]any
+			if layer == "project" {
+				projectSettings = settings
+			}
+			opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, projectSettings)
+			if layer == "user" {
+				data, _ := json.Marshal(map[string]any{"version": 1, "settings": settings})
+				dir := filepath.Join(opts.Home, ".volt", "agent")
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "mcp.json"), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := start(t, opts)
+			if got := e.Config().Settings.Audit.OnFailure; (layer == "user") != (got == "allow") {
+				t.Fatalf("onFailure from the %s layer = %q", layer, got)
+			}
+			logPath := audit.DefaultPath(filepath.Join(opts.Home, ".volt", "agent"))
+			call := func() GatewayResult {
+				return gw(t, e, GatewayInput{Action: "call", Server: "s", Tool: "slow", ArgumentsJSON: `{"ms": 1}`})
+			}
+			if r := call(); r.IsError {
+				t.Fatalf("call: %s", r.Text)
+			}
+			if err := os.Remove(logPath); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(logPath, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			state := func() AuditState {
+				return gw(t, e, GatewayInput{Action: "status"}).Data.(map[string]any)["audit"].(AuditState)
+			}
+			deadline := time.Now().Add(time.Minute)
+			for state().State != "failing" {
+				if time.Now().After(deadline) {
+					t.Fatal("the status never said the audit log fails")
+				}
+				call()
+				time.Sleep(10 * time.Millisecond)
+			}
+			if st := state(); st.Lost < 1 || !strings.Contains(st.Error, "directory") {
+				t.Errorf("status while failing: %+v", st)
+			}
+			r := call()
+			if layer == "user" {
+				if r.IsError || !strings.Contains(strings.Join(r.Data.(CallResult).Notes, "\n"), "not audited") {
+					t.Errorf("an unknown-risk call under allow: %s %+v", r.Text, r.Data)
+				}
+			} else if !r.IsError || !strings.Contains(r.Text, "audit log cannot be written") {
+				t.Errorf("an unknown-risk call under refuse-risky: %s", r.Text)
+			}
+			if err := os.Remove(logPath); err != nil {
+				t.Fatal(err)
+			}
+			for state().State != "ok" {
+				if time.Now().After(deadline) {
+					t.Fatal("the audit log never resumed")
+				}
+				call()
+				time.Sleep(10 * time.Millisecond)
+			}
+			e.Close()
+			gaps, _, err := audit.Read(logPath, audit.Query{Kind: audit.KindAuditGap})
+			if err != nil || len(gaps) != 1 {
+				t.Fatalf("audit_gap records: %d %v", len(gaps), err)
+			}
+			if n, _ := gaps[0].Detail["lost"].(float64); n < 1 {
+				t.Errorf("audit_gap: %+v", gaps[0])
+			}
+		})
+	}
+}
+
+// TestAuditLogThatDoesNotOpen starts an engine whose audit directory is
+// a file: the log does not open, status says it fails and risky calls
+// are refused; once the file is gone, a later record opens the log and
+// it resumes, with an audit_gap record first.
+func TestAuditLogThatDoesNotOpen(t *testing.T) {
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	agent := filepath.Join(opts.Home, ".volt", "agent")
+	if err := os.MkdirAll(agent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Dir(audit.DefaultPath(agent))
+	if err := os.WriteFile(blocker, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, opts)
+	state := func() AuditState {
+		return gw(t, e, GatewayInput{Action: "status"}).Data.(map[string]any)["audit"].(AuditState)
+	}
+	if st := state(); st.State != "failing" || st.Error == "" {
+		t.Fatalf("status with an audit log that cannot open: %+v", st)
+	}
+	call := func() GatewayResult {
+		return gw(t, e, GatewayInput{Action: "call", Server: "s", Tool: "slow", ArgumentsJSON: `{"ms": 1}`})
+	}
+	if r := call(); !r.IsError || !strings.Contains(r.Text, "audit log cannot be written") {
+		t.Fatalf("a risky call with no audit log: %s", r.Text)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for state().State != "ok" {
+		if time.Now().After(deadline) {
+			t.Fatal("the audit log never opened")
+		}
+		call()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := call(); r.IsError {
+		t.Fatalf("a call once the log is back: %s", r.Text)
+	}
+	e.Close()
+	gaps, _, err := audit.Read(audit.DefaultPath(agent), audit.Query{Kind: audit.KindAuditGap})
+	if err != nil || len(gaps) != 1 {
+		t.Fatalf("audit_gap records: %d %v", len(gaps), err)
+	}
+}

@@ -286,11 +286,13 @@ func callEcho(ctx context.Context, t testing.TB, cs *mcp.ClientSession, text str
 	}
 }
 
-// waitExited waits for cmd, whose session has ended, to have exited (the
-// SDK's transport waits for the process), failing t if ctx ends first.
+// waitExited waits for cmd, whose session has ended, to have exited and
+// been reaped (the SDK's transport waits for the process), failing t if
+// ctx ends first. It asks the process, not cmd.ProcessState, which the
+// transport's Wait writes on its own goroutine.
 func waitExited(ctx context.Context, t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
-	for cmd.ProcessState == nil {
+	for cmd.Process.Signal(syscall.Signal(0)) == nil {
 		if ctx.Err() != nil {
 			t.Fatalf("%s did not exit", strings.Join(cmd.Args[1:], " "))
 		}

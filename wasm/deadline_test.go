@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,6 +203,38 @@ func TestShaperKeepsNoStateBetweenServers(t *testing.T) {
 		a = chain.Shape(ctx, wasm.ShapeInput{Server: "a", Tool: "t", Content: []wasm.Content{{Type: "text", Text: "token " + canary}}, Limits: lim})
 		if len(a.Content) != 1 || strings.Contains(a.Content[0].Text, "hello from b") {
 			t.Fatalf("server a, call %d: %+v; server b's output reached it", i, a)
+		}
+	}
+}
+
+// TestIdleInstancesServeInterleavedServers shapes for six servers in
+// turn, twice: each server's second call finds its own idle instance (the
+// stateful shaper answers with that instance's previous input), rather
+// than a fresh one because the other servers' calls closed it. Calls of
+// several servers interleave whenever servers are discovered at once, and
+// a fresh instance of the built-in Go guest costs milliseconds.
+func TestIdleInstancesServeInterleavedServers(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, wasm.Options{PoolSize: 1})
+	m := load(t, h, "stateful", statefulShaper())
+	chain := &wasm.Chain{Shapers: []*wasm.Module{m}}
+	ctx := context.Background()
+	lim := wasm.Limits{MaxBytes: 1000, MaxLines: 10}
+	shape := func(server, text string) string {
+		r := chain.Shape(ctx, wasm.ShapeInput{Server: server, Tool: "t", Content: []wasm.Content{{Type: "text", Text: text}}, Limits: lim})
+		if len(r.Content) != 1 {
+			t.Fatalf("server %s: %+v", server, r)
+		}
+		return r.Content[0].Text
+	}
+	const servers = 6
+	for i := range servers {
+		shape(fmt.Sprintf("s%d", i), fmt.Sprintf("s%d first", i))
+	}
+	for i := range servers {
+		server := fmt.Sprintf("s%d", i)
+		if got, want := shape(server, server+" second"), server+" first"; got != want {
+			t.Errorf("server %s's second call: %q, want %q from its idle instance", server, got, want)
 		}
 	}
 }

@@ -28,6 +28,8 @@ const (
 	// tens of milliseconds for the ShapeInputFactor-times-cap input a Chain
 	// gives it.
 	DefaultTimeout = time.Second
+	// DefaultIdleInstances is Options.IdleInstances when it is zero.
+	DefaultIdleInstances = 8
 	// MaxDefaultPoolSize caps the default pool size, which is otherwise
 	// GOMAXPROCS.
 	MaxDefaultPoolSize = 4
@@ -55,10 +57,17 @@ type Options struct {
 	// call's instance is bounded apart, by the larger of Timeout and five
 	// seconds. Zero means DefaultTimeout.
 	Timeout time.Duration
-	// PoolSize bounds the calls one module runs at once, and the idle
-	// instances it keeps for its servers' next calls. Zero means
+	// PoolSize bounds the calls one module runs at once. Zero means
 	// GOMAXPROCS, at most MaxDefaultPoolSize.
 	PoolSize int
+	// IdleInstances bounds the instances one module keeps idle for its
+	// servers' next calls; past it, the one idle longest is closed. An
+	// instance serves one server only, so the bound should exceed the
+	// servers whose tools are classified at once (discovery rates a
+	// server's tools one after the other), or each call starts a fresh
+	// instance. Each idle instance holds its linear memory (the built-in
+	// Go classifier about 6 MB). Zero means DefaultIdleInstances.
+	IdleInstances int
 	// OnFault, when not nil, is called with every fault that closed an
 	// instance or kept a module from running (see Fault), after the
 	// instance is closed and before the call returns. It must be safe for
@@ -143,6 +152,7 @@ type Host struct {
 	memPages uint32
 	timeout  time.Duration
 	poolSize int
+	idleMax  int
 	onFault  func(Fault)
 
 	builtinOnce sync.Once
@@ -173,6 +183,9 @@ func NewHost(ctx context.Context, opts *Options) (*Host, error) {
 	if o.PoolSize <= 0 {
 		o.PoolSize = min(runtime.GOMAXPROCS(0), MaxDefaultPoolSize)
 	}
+	if o.IdleInstances <= 0 {
+		o.IdleInstances = DefaultIdleInstances
+	}
 	var cache wazero.CompilationCache
 	if o.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(o.CacheDir)
@@ -194,7 +207,7 @@ func NewHost(ctx context.Context, opts *Options) (*Host, error) {
 		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
 	}
 	return &Host{rt: rt, cache: cache, memPages: o.MemoryPages, timeout: o.Timeout,
-		poolSize: o.PoolSize, onFault: o.OnFault}, nil
+		poolSize: o.PoolSize, idleMax: o.IdleInstances, onFault: o.OnFault}, nil
 }
 
 // Close closes every instance and compiled module and the runtime. Calls
@@ -269,7 +282,7 @@ func (h *Host) Load(_ context.Context, name string, wasm []byte, sha256Pin strin
 // a fresh one, started from the module compiled once, so no call sees
 // what a call for another server left in the guest's memory, globals or
 // tables. At most Options.PoolSize calls of one module run at once, and at
-// most PoolSize instances wait idle; an instance that faults is closed.
+// most Options.IdleInstances instances wait idle; an instance that faults is closed.
 type Module struct {
 	host *Host
 	name string
@@ -284,7 +297,7 @@ type Module struct {
 	sem chan struct{} // one token per call in flight
 
 	idleMu sync.Mutex
-	idle   []*instance // at most PoolSize, oldest first
+	idle   []*instance // at most Options.IdleInstances, oldest first
 }
 
 // Name returns the name the module was loaded under.
@@ -588,12 +601,12 @@ func (m *Module) takeIdle(server string) *instance {
 }
 
 // release keeps the instance of a call that succeeded for its server's
-// next call, closing the longest idle instance when PoolSize are idle
-// already, and frees the call's pool token.
+// next call, closing the longest idle instance when Options.IdleInstances
+// are idle already, and frees the call's pool token.
 func (m *Module) release(inst *instance) {
 	m.idleMu.Lock()
 	var evict *instance
-	if len(m.idle) >= m.host.poolSize {
+	if len(m.idle) >= m.host.idleMax {
 		evict = m.idle[0]
 		m.idle = slices.Delete(m.idle, 0, 1)
 	}

@@ -155,7 +155,7 @@ func BenchmarkCall(b *testing.B) {
 	turn := 0
 	nextServer := func() wasm.ClassifyInput {
 		in := benchTool
-		in.Server = fmt.Sprint("server-", turn%(2*wasm.MaxDefaultPoolSize))
+		in.Server = fmt.Sprint("server-", turn%(2*wasm.DefaultIdleInstances))
 		turn++
 		return in
 	}
@@ -168,7 +168,7 @@ func BenchmarkCall(b *testing.B) {
 		{"classify-builtin", func() error { _, err := bi.Classify(ctx, benchTool); return err }},
 		{"classify-as", func() error { _, err := as.Classify(ctx, benchTool); return err }},
 		{"shape-builtin-1KB", func() error { _, err := bi.Shape(ctx, shapeIn); return err }},
-		// More servers in turn than the pool keeps instances for: every
+		// More servers in turn than a module keeps idle instances for: every
 		// call starts a fresh instance.
 		{"classify-builtin-new-server", func() error { _, err := bi.Classify(ctx, nextServer()); return err }},
 		{"classify-as-new-server", func() error { _, err := as.Classify(ctx, nextServer()); return err }},

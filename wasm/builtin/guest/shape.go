@@ -4,7 +4,8 @@ package main
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
 // counts tallies what cleaning removed, for the notes.
@@ -109,95 +110,18 @@ func intOf(v *value) int {
 	return n
 }
 
-// clean strips terminal escape sequences, control characters other than
-// newline and tab, and invisible characters; turns CRLF into LF and a lone
-// CR into LF; replaces invalid UTF-8; and collapses runaway whitespace.
+// clean removes what package sanitize's one list removes (escape
+// sequences, controls other than newline and tab, invisible characters,
+// invalid UTF-8, a carriage return becoming a newline), as the host
+// already did, counting it for the notes; then collapses runaway
+// whitespace.
 func clean(s string, c *counts) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); {
-		ch := s[i]
-		if ch < utf8.RuneSelf {
-			switch {
-			case ch == 0x1b:
-				i = skipEscape(s, i+1)
-				c.ansi++
-				continue
-			case ch == '\r':
-				if i+1 >= len(s) || s[i+1] != '\n' {
-					b = append(b, '\n')
-				}
-				i++
-				continue
-			case ch == '\n' || ch == '\t' || (ch >= 0x20 && ch != 0x7f):
-				b = append(b, ch)
-			default:
-				c.controls++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, "\ufffd"...)
-			c.invalid++
-		case r == 0x9b: // C1 control sequence introducer
-			i = skipCSI(s, i+size)
-			c.ansi++
-			continue
-		case r >= 0x80 && r <= 0x9f:
-			c.controls++
-		case invisible(r):
-			c.invisible++
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return collapse(b, c)
-}
-
-// skipEscape skips an escape sequence whose ESC was just before i.
-func skipEscape(s string, i int) int {
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '[':
-		return skipCSI(s, i+1)
-	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ST
-		for j := i + 1; j < len(s); j++ {
-			if s[j] == 0x07 {
-				return j + 1
-			}
-			if s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\' {
-				return j + 2
-			}
-		}
-		return len(s)
-	}
-	if s[i] >= 0x20 && s[i] <= 0x2f { // nF: intermediates, then a final byte
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-			i++
-		}
-		return min(i+1, len(s))
-	}
-	if s[i] < utf8.RuneSelf {
-		return i + 1
-	}
-	return i
-}
-
-// skipCSI skips the parameters, intermediates and final byte of a control
-// sequence that starts at i.
-func skipCSI(s string, i int) int {
-	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
-		i++
-	}
-	if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-		i++
-	}
-	return i
+	out, r := sanitize.Output(s)
+	c.ansi += r.Escapes
+	c.controls += r.Controls
+	c.invisible += r.Invisible
+	c.invalid += r.InvalidUTF8
+	return collapse([]byte(out), c)
 }
 
 // maxInnerRun is the longest run of spaces and tabs kept inside a line.
@@ -320,22 +244,4 @@ func summarize(text string, maxBytes, maxLines int, c *counts) string {
 	}
 	c.arrays = append(c.arrays, "summarized a JSON array of "+strconv.Itoa(total)+" items ("+strconv.Itoa(shown)+" shown)")
 	return head + string(body)
-}
-
-// invisible reports whether r renders as nothing but can change how text
-// reads; it matches the host's list in wasm/cap.go.
-func invisible(r rune) bool {
-	switch {
-	case r == 0x00ad, r == 0x034f, r == 0x061c, r == 0x115f, r == 0x1160,
-		r == 0x17b4, r == 0x17b5, r == 0x180e, r == 0x3164, r == 0xfeff, r == 0xffa0:
-		return true
-	case r >= 0x180b && r <= 0x180f,
-		r >= 0x200b && r <= 0x200f,
-		r >= 0x202a && r <= 0x202e,
-		r >= 0x2060 && r <= 0x206f,
-		r >= 0xfff9 && r <= 0xfffb,
-		r >= 0xe0000 && r <= 0xe007f:
-		return true
-	}
-	return false
 }

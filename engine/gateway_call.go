@@ -335,7 +335,9 @@ func (e *Engine) gwConnect(ctx context.Context, in GatewayInput, connect bool) G
 
 // listed returns a server's cached metadata for a listing action, or the
 // error result to answer with.
-func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Metadata, *GatewayResult) {
+// A server whose first listing is in flight is waited for (see
+// supervisor.listedOrAwait).
+func (e *Engine) listed(ctx context.Context, in GatewayInput, setting, what string) (*supervisor, *Metadata, *GatewayResult) {
 	if setting == "disabled" {
 		r := gwError("%s are disabled by the %s setting", what, what)
 		return nil, nil, &r
@@ -344,7 +346,7 @@ func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Me
 	if bad != nil {
 		return nil, nil, bad
 	}
-	m, _ := e.Metadata(s.cfg.ID)
+	m := s.listedOrAwait(ctx, 0).meta
 	if m == nil {
 		r := gwError("server %s has not been listed yet: connect it first", s.cfg.ID)
 		return nil, nil, &r
@@ -352,8 +354,8 @@ func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Me
 	return s, m, nil
 }
 
-func (e *Engine) gwListResources(in GatewayInput) GatewayResult {
-	s, m, bad := e.listed(in, e.Config().Settings.Resources, "resources")
+func (e *Engine) gwListResources(ctx context.Context, in GatewayInput) GatewayResult {
+	s, m, bad := e.listed(ctx, in, e.Config().Settings.Resources, "resources")
 	if bad != nil {
 		return *bad
 	}
@@ -429,8 +431,8 @@ func truncNote(tr *Truncation, ref *CacheRef) string {
 	return fmt.Sprintf("\n[output cut: %d of %d bytes shown]", tr.ReturnedBytes, tr.TotalBytes)
 }
 
-func (e *Engine) gwListPrompts(in GatewayInput) GatewayResult {
-	s, m, bad := e.listed(in, e.Config().Settings.Prompts, "prompts")
+func (e *Engine) gwListPrompts(ctx context.Context, in GatewayInput) GatewayResult {
+	s, m, bad := e.listed(ctx, in, e.Config().Settings.Prompts, "prompts")
 	if bad != nil {
 		return *bad
 	}

@@ -807,6 +807,62 @@ func (s *supervisor) currentListing() listing {
 	return listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
 }
 
+// listedOrAwait returns the server's current listing, as currentListing
+// does; when the server was never listed and a listing of it is in
+// flight (a discovery, or a connect, whose discovery follows), it first
+// waits for that listing to end, so that who needs the metadata while
+// the first listing runs finds it rather than "not listed yet". It never
+// starts a listing. The wait is bounded by ctx, by within when within is
+// positive, and by the listing's own timeouts (connectTimeoutMs,
+// discoveryTimeoutMs): past them the listing found so far is returned.
+func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) listing {
+	if within <= 0 {
+		within = ms(s.cfg.ConnectTimeoutMs) + ms(s.cfg.DiscoveryTimeoutMs)
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		inFlight := s.firstListingLocked()
+		if inFlight == nil {
+			l := listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
+			s.mu.Unlock()
+			return l
+		}
+		s.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(within)
+			yieldReader(ctx) // a listing takes a while
+		}
+		select {
+		case <-inFlight:
+		case <-timer.C:
+			return s.currentListing()
+		case <-ctx.Done():
+			return s.currentListing()
+		}
+	}
+}
+
+// firstListingLocked returns, with s.mu held, what closes when the
+// first listing in flight ends, or nil when the server has metadata or
+// nothing lists it now.
+func (s *supervisor) firstListingLocked() <-chan struct{} {
+	switch {
+	case s.meta != nil:
+		return nil
+	case s.discovery != nil:
+		return s.discovery.done
+	case s.connecting != nil:
+		return s.connecting
+	}
+	return nil
+}
+
 // maxProgressMessage bounds the text of a progress event: it comes from
 // the server and is shown to people.
 const maxProgressMessage = 200

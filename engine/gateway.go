@@ -263,7 +263,7 @@ type SearchMatch struct {
 
 // Search finds tools in the cached metadata of every enabled server,
 // best first. It never starts a server. server filters to one server id.
-func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) {
+func (e *Engine) Search(ctx context.Context, query, server string, limit int) ([]SearchMatch, error) {
 	if limit <= 0 {
 		limit = defaultMatches
 	}
@@ -275,7 +275,7 @@ func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) 
 		}
 		server = s.cfg.ID
 	}
-	ix, tools := e.index()
+	ix, tools := e.index(ctx)
 	var out []SearchMatch
 	// The index leaves out what the include and exclude globs hide; the
 	// whole decision, which may hide more, is made for the hits, so ask
@@ -289,7 +289,7 @@ func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) 
 		if err != nil {
 			continue
 		}
-		in := e.toolInput(s, t)
+		in := e.toolInput(ctx, s, t)
 		d := e.decide(in)
 		if !d.Exposed {
 			continue
@@ -316,7 +316,7 @@ func (e *Engine) gwSearch(ctx context.Context, in GatewayInput) GatewayResult {
 		return gwError("missing query: say what the tool should do, e.g. {\"action\":\"search\",\"query\":\"read a file\"}")
 	}
 	waited, pending := e.awaitFirstListings(ctx, in.Server, searchWait)
-	matches, err := e.Search(in.Query, in.Server, in.Limit)
+	matches, err := e.Search(ctx, in.Query, in.Server, in.Limit)
 	if err != nil {
 		return gwError("%v", err)
 	}
@@ -410,7 +410,7 @@ func summary(desc string) string {
 
 // index returns the search index over every exposed tool of every
 // enabled server, rebuilt when any server's metadata changed.
-func (e *Engine) index() (*searchIndex, map[string]Tool) {
+func (e *Engine) index(ctx context.Context) (*searchIndex, map[string]Tool) {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
@@ -443,7 +443,7 @@ func (e *Engine) index() (*searchIndex, map[string]Tool) {
 	tools := map[string]Tool{}
 	for _, en := range entries {
 		for _, t := range en.meta.Tools {
-			if !e.decide(e.exposureInput(en.s, t)).Exposed {
+			if !e.decide(e.exposureInput(ctx, en.s, t)).Exposed {
 				continue
 			}
 			docs = append(docs, searchDoc{Server: en.s.cfg.ID, ServerTitle: en.s.cfg.Title, Tool: t})
@@ -457,8 +457,8 @@ func (e *Engine) index() (*searchIndex, map[string]Tool) {
 // risk classifies a tool: Options.Classify when set, else the plugin
 // chain (configured classifiers, then the built-in), once per metadata
 // hash.
-func (e *Engine) risk(server string, t Tool) (Risk, string) {
-	return e.guard.Load().risk(server, t)
+func (e *Engine) risk(ctx context.Context, server string, t Tool) (Risk, string) {
+	return e.guard.Load().risk(ctx, server, t)
 }
 
 // decide makes a tools decision: Options.Decide when set, else the
@@ -491,7 +491,7 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 	var names []string
 	for _, t := range m.Tools {
 		if t.Name == name {
-			ti := e.toolInput(s, t)
+			ti := e.toolInput(ctx, s, t)
 			if d := e.decide(ti); !d.Exposed {
 				r := gwError("tool %s of server %s is not available: %s", name, s.cfg.ID, strings.Join(d.Reasons, "; "))
 				return Tool{}, ToolInput{}, l, &r
@@ -552,7 +552,7 @@ func (e *Engine) gwDescribe(ctx context.Context, in GatewayInput) GatewayResult 
 	if bad != nil {
 		return *bad
 	}
-	risk, why := e.risk(s.cfg.ID, t)
+	risk, why := e.risk(ctx, s.cfg.ID, t)
 	d := DescribeResult{Server: s.cfg.ID, Tool: t.Name, Title: t.Title, Description: modelText(s.cfg.ID, t.Description), Risk: risk, RiskReason: why,
 		InputSchema: t.InputSchema, Annotations: t.Annotations, MetadataHash: "sha256:" + t.Hash,
 		Call: fmt.Sprintf(`mcp({"action":"call","server":%q,"tool":%q,"arguments":{...}})`, s.cfg.ID, t.Name)}

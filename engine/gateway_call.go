@@ -178,8 +178,8 @@ func (e *Engine) decideCall(ctx context.Context, s *supervisor, name string) (t 
 // toolInput is what a tools decision about t is made from: its risk, and
 // from the pin store its pin state and whether its server waits for
 // approval.
-func (e *Engine) toolInput(s *supervisor, t Tool) ToolInput {
-	risk, why := e.risk(s.cfg.ID, t)
+func (e *Engine) toolInput(ctx context.Context, s *supervisor, t Tool) ToolInput {
+	risk, why := e.risk(ctx, s.cfg.ID, t)
 	pin, quarantined := s.pinInput(t)
 	return ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface, Pin: pin, Quarantined: quarantined}
 }
@@ -197,9 +197,9 @@ func refID(ref *CacheRef) string {
 // decides exposure by the include and exclude globs alone, so the tools
 // are not classified for it; custom policies may hide by risk, so for
 // them they are.
-func (e *Engine) exposureInput(s *supervisor, t Tool) ToolInput {
+func (e *Engine) exposureInput(ctx context.Context, s *supervisor, t Tool) ToolInput {
 	if g := e.guard.Load(); g.custom || e.opts.Decide != nil || e.opts.Policies != nil {
-		return e.toolInput(s, t)
+		return e.toolInput(ctx, s, t)
 	}
 	return ToolInput{Server: s.cfg, Tool: t, Surface: e.opts.Surface, Pin: e.pinState(s.cfg.ID, t)}
 }

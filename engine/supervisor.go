@@ -427,7 +427,16 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) (err e
 		}
 		return s.fail(fmt.Errorf("discover: %w", err))
 	}
-	pinEvents := s.observePins(m)
+	// The tools are rated until the caller gives up or the engine
+	// closes, whichever comes first: a classifier that takes its whole
+	// deadline for each tool holds neither up for every tool in turn.
+	rctx, stopRating := context.WithCancel(ctx)
+	defer stopRating()
+	defer context.AfterFunc(s.ctx, stopRating)()
+	pinEvents, err := s.observePins(rctx, m)
+	if err != nil {
+		return s.fail(fmt.Errorf("discover: %w", err))
+	}
 	if err := s.e.cache.save(m); err != nil {
 		s.log.Warn("metadata cache", "err", err)
 	}

@@ -825,28 +825,23 @@ func (s *supervisor) currentListing() listing {
 // positive, and by the listing's own timeouts (connectTimeoutMs,
 // discoveryTimeoutMs): past them the listing found so far is returned.
 func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) listing {
+	// The usual case, a server with metadata, is one lock, as
+	// currentListing is.
+	s.mu.Lock()
+	inFlight := s.firstListingLocked()
+	if inFlight == nil {
+		l := listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
+		s.mu.Unlock()
+		return l
+	}
+	s.mu.Unlock()
 	if within <= 0 {
 		within = ms(s.cfg.ConnectTimeoutMs) + ms(s.cfg.DiscoveryTimeoutMs)
 	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		s.mu.Lock()
-		inFlight := s.firstListingLocked()
-		if inFlight == nil {
-			l := listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
-			s.mu.Unlock()
-			return l
-		}
-		s.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(within)
-			yieldReader(ctx) // a listing takes a while
-		}
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	yieldReader(ctx) // a listing takes a while
+	for inFlight != nil {
 		select {
 		case <-inFlight:
 		case <-timer.C:
@@ -854,7 +849,11 @@ func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) li
 		case <-ctx.Done():
 			return s.currentListing()
 		}
+		s.mu.Lock()
+		inFlight = s.firstListingLocked()
+		s.mu.Unlock()
 	}
+	return s.currentListing()
 }
 
 // firstListingLocked returns, with s.mu held, what closes when the

@@ -117,8 +117,10 @@ func serveSession(t *testing.T, ctx context.Context, e *Engine) *mcp.ClientSessi
 // being listed).
 func TestConcurrentReadsWaitForDiscovery(t *testing.T) {
 	const each = 25
-	// Paged listings of many tools: the discovery takes a while.
-	e := start(t, workspace(t, map[string]server{"s": stdio(mcptest.ModeBehave, nil, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=1000")}, nil))
+	// Paged listings of many tools: the discovery takes a while, and its
+	// timeouts are generous for a loaded machine.
+	slow := server{"discoveryTimeoutMs": 120000, "connectTimeoutMs": 60000}
+	e := start(t, workspace(t, map[string]server{"s": stdio(mcptest.ModeBehave, slow, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=400")}, nil))
 	ctx := ctxT(t, 120*time.Second)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -49,7 +49,7 @@ func (e *Engine) directTools() []directTool {
 			if !directNameRE.MatchString(t.Name) || (!dt.All && !matchesAny(dt.Tools, t.Name)) {
 				continue
 			}
-			if !e.decide(e.exposureInput(s, t)).Exposed {
+			if !e.decide(e.exposureInput(s.ctx, s, t)).Exposed {
 				continue
 			}
 			out = append(out, directTool{name: "mcp__" + s.cfg.ID + "__" + t.Name, server: s.cfg.ID, tool: t})

@@ -108,3 +108,55 @@ func serveSession(t *testing.T, ctx context.Context, e *Engine) *mcp.ClientSessi
 	})
 	return cs
 }
+
+// TestConcurrentReadsWaitForDiscovery races describe, list_resources,
+// list_prompts and search against a first call to a server never
+// listed: each one that arrives while the first listing runs waits for
+// it and answers from it, none says "not listed yet" or finds nothing
+// (a search, whose wait is short, may instead say the server is still
+// being listed).
+func TestConcurrentReadsWaitForDiscovery(t *testing.T) {
+	const each = 25
+	// Paged listings of many tools: the discovery takes a while, and its
+	// timeouts are generous for a loaded machine.
+	slow := server{"discoveryTimeoutMs": 120000, "connectTimeoutMs": 60000}
+	e := start(t, workspace(t, map[string]server{"s": stdio(mcptest.ModeBehave, slow, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=400")}, nil))
+	ctx := ctxT(t, 120*time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[string]int{}
+	run := func(in GatewayInput, want string) {
+		defer wg.Done()
+		r := e.Gateway(ctx, in)
+		// Search waits a short while only, and then says so.
+		pending := in.Action == "search" && strings.Contains(r.Text, "still being listed")
+		if r.IsError || !strings.Contains(r.Text, want) && !pending {
+			mu.Lock()
+			failed[in.Action+": "+r.Text]++
+			mu.Unlock()
+		}
+	}
+	wg.Add(1)
+	go run(GatewayInput{Action: "call", Server: "s", Tool: "echo", Arguments: map[string]any{"text": "hi"}}, "hi")
+	for {
+		s, _ := e.Server("s")
+		if s.Status == StatusDiscovering {
+			break
+		}
+		if s.Status == StatusReady || s.Status == StatusError || ctx.Err() != nil {
+			t.Fatalf("the discovery did not run long enough to race: status %s", s.Status)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range each {
+		wg.Add(4)
+		go run(GatewayInput{Action: "describe", Server: "s", Tool: fmt.Sprintf("tool_%04d", i)}, "inputSchema")
+		go run(GatewayInput{Action: "list_resources", Server: "s"}, "mcptest://readme")
+		go run(GatewayInput{Action: "list_prompts", Server: "s"}, "greet")
+		go run(GatewayInput{Action: "search", Query: "echo"}, `"tool":"echo"`)
+	}
+	wg.Wait()
+	for text, n := range failed {
+		t.Errorf("%d answers wrong: %.300s", n, text)
+	}
+}

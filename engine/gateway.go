@@ -104,7 +104,7 @@ func (e *Engine) Gateway(ctx context.Context, in GatewayInput) GatewayResult {
 	case "list_servers":
 		return e.gwListServers()
 	case "search":
-		return e.gwSearch(in)
+		return e.gwSearch(ctx, in)
 	case "describe":
 		return e.gwDescribe(ctx, in)
 	case "call":
@@ -114,11 +114,11 @@ func (e *Engine) Gateway(ctx context.Context, in GatewayInput) GatewayResult {
 	case "disconnect":
 		return e.gwConnect(ctx, in, false)
 	case "list_resources":
-		return e.gwListResources(in)
+		return e.gwListResources(ctx, in)
 	case "read_resource":
 		return e.gwReadResource(ctx, in)
 	case "list_prompts":
-		return e.gwListPrompts(in)
+		return e.gwListPrompts(ctx, in)
 	case "get_prompt":
 		return e.gwGetPrompt(ctx, in)
 	case "read_cache":
@@ -263,7 +263,7 @@ type SearchMatch struct {
 
 // Search finds tools in the cached metadata of every enabled server,
 // best first. It never starts a server. server filters to one server id.
-func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) {
+func (e *Engine) Search(ctx context.Context, query, server string, limit int) ([]SearchMatch, error) {
 	if limit <= 0 {
 		limit = defaultMatches
 	}
@@ -275,7 +275,7 @@ func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) 
 		}
 		server = s.cfg.ID
 	}
-	ix, tools := e.index()
+	ix, tools := e.index(ctx)
 	var out []SearchMatch
 	// The index leaves out what the include and exclude globs hide; the
 	// whole decision, which may hide more, is made for the hits, so ask
@@ -289,7 +289,7 @@ func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) 
 		if err != nil {
 			continue
 		}
-		in := e.toolInput(s, t)
+		in := e.toolInput(ctx, s, t)
 		d := e.decide(in)
 		if !d.Exposed {
 			continue
@@ -307,20 +307,74 @@ func (e *Engine) Search(query, server string, limit int) ([]SearchMatch, error) 
 	return out, nil
 }
 
-func (e *Engine) gwSearch(in GatewayInput) GatewayResult {
+// searchWait bounds how long a search waits for the first listings of
+// servers already being listed (see awaitFirstListings).
+const searchWait = 2 * time.Second
+
+func (e *Engine) gwSearch(ctx context.Context, in GatewayInput) GatewayResult {
 	if strings.TrimSpace(in.Query) == "" {
 		return gwError("missing query: say what the tool should do, e.g. {\"action\":\"search\",\"query\":\"read a file\"}")
 	}
-	matches, err := e.Search(in.Query, in.Server, in.Limit)
+	waited, pending := e.awaitFirstListings(ctx, in.Server, searchWait)
+	matches, err := e.Search(ctx, in.Query, in.Server, in.Limit)
 	if err != nil {
 		return gwError("%v", err)
 	}
 	data := map[string]any{"action": "search", "query": in.Query, "matches": matches}
+	if len(waited) > 0 || len(pending) > 0 {
+		note := ""
+		if len(waited) > 0 {
+			note = fmt.Sprintf("waited for the first listing of %s; ", strings.Join(waited, ", "))
+		}
+		if len(pending) > 0 {
+			note += fmt.Sprintf("%s still being listed after %s: search again shortly to find their tools; ", strings.Join(pending, ", "), searchWait)
+		}
+		data["note"] = strings.TrimSuffix(note, "; ")
+	}
 	if len(matches) == 0 {
 		data["matches"] = []SearchMatch{}
 		data["hint"] = e.emptySearchHint()
 	}
 	return gwOK(data, jsonText(data))
+}
+
+// awaitFirstListings waits, at most within in all, for the first
+// listings already in flight of the servers search looks at (server, or
+// every one when it is ""), so that a search made while a server is
+// being listed for the first time finds its tools. It never starts a
+// listing: search never starts a server. It returns the servers it
+// waited for whose listing ended, and those still being listed.
+func (e *Engine) awaitFirstListings(ctx context.Context, server string, within time.Duration) (waited, pending []string) {
+	e.mu.Lock()
+	var sups []*supervisor
+	for _, s := range e.servers {
+		if server == "" || s.cfg.ID == server {
+			sups = append(sups, s)
+		}
+	}
+	e.mu.Unlock()
+	sort.Slice(sups, func(i, j int) bool { return sups[i].cfg.ID < sups[j].cfg.ID })
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for _, s := range sups {
+		s.mu.Lock()
+		inFlight := s.firstListingLocked() != nil
+		s.mu.Unlock()
+		if !inFlight {
+			continue
+		}
+		if s.listedOrAwait(wctx, within).meta != nil {
+			waited = append(waited, s.cfg.ID)
+			continue
+		}
+		s.mu.Lock()
+		inFlight = s.firstListingLocked() != nil
+		s.mu.Unlock()
+		if inFlight { // else it failed: status says why
+			pending = append(pending, s.cfg.ID)
+		}
+	}
+	return waited, pending
 }
 
 // emptySearchHint says why a search may find nothing.
@@ -356,7 +410,7 @@ func summary(desc string) string {
 
 // index returns the search index over every exposed tool of every
 // enabled server, rebuilt when any server's metadata changed.
-func (e *Engine) index() (*searchIndex, map[string]Tool) {
+func (e *Engine) index(ctx context.Context) (*searchIndex, map[string]Tool) {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
@@ -389,7 +443,7 @@ func (e *Engine) index() (*searchIndex, map[string]Tool) {
 	tools := map[string]Tool{}
 	for _, en := range entries {
 		for _, t := range en.meta.Tools {
-			if !e.decide(e.exposureInput(en.s, t)).Exposed {
+			if !e.decide(e.exposureInput(ctx, en.s, t)).Exposed {
 				continue
 			}
 			docs = append(docs, searchDoc{Server: en.s.cfg.ID, ServerTitle: en.s.cfg.Title, Tool: t})
@@ -403,8 +457,8 @@ func (e *Engine) index() (*searchIndex, map[string]Tool) {
 // risk classifies a tool: Options.Classify when set, else the plugin
 // chain (configured classifiers, then the built-in), once per metadata
 // hash.
-func (e *Engine) risk(server string, t Tool) (Risk, string) {
-	return e.guard.Load().risk(server, t)
+func (e *Engine) risk(ctx context.Context, server string, t Tool) (Risk, string) {
+	return e.guard.Load().risk(ctx, server, t)
 }
 
 // decide makes a tools decision: Options.Decide when set, else the
@@ -428,7 +482,7 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 			return Tool{}, ToolInput{}, listing{}, &r
 		}
 	}
-	l := s.currentListing()
+	l := s.listedOrAwait(ctx, 0)
 	m := l.meta
 	if m == nil {
 		r := gwError("server %s has not been listed yet: connect it first ({\"action\":\"connect\",\"server\":%q})", s.cfg.ID, s.cfg.ID)
@@ -437,7 +491,7 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 	var names []string
 	for _, t := range m.Tools {
 		if t.Name == name {
-			ti := e.toolInput(s, t)
+			ti := e.toolInput(ctx, s, t)
 			if d := e.decide(ti); !d.Exposed {
 				r := gwError("tool %s of server %s is not available: %s", name, s.cfg.ID, strings.Join(d.Reasons, "; "))
 				return Tool{}, ToolInput{}, l, &r
@@ -498,7 +552,7 @@ func (e *Engine) gwDescribe(ctx context.Context, in GatewayInput) GatewayResult 
 	if bad != nil {
 		return *bad
 	}
-	risk, why := e.risk(s.cfg.ID, t)
+	risk, why := e.risk(ctx, s.cfg.ID, t)
 	d := DescribeResult{Server: s.cfg.ID, Tool: t.Name, Title: t.Title, Description: modelText(s.cfg.ID, t.Description), Risk: risk, RiskReason: why,
 		InputSchema: t.InputSchema, Annotations: t.Annotations, MetadataHash: "sha256:" + t.Hash,
 		Call: fmt.Sprintf(`mcp({"action":"call","server":%q,"tool":%q,"arguments":{...}})`, s.cfg.ID, t.Name)}

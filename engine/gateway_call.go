@@ -178,8 +178,8 @@ func (e *Engine) decideCall(ctx context.Context, s *supervisor, name string) (t 
 // toolInput is what a tools decision about t is made from: its risk, and
 // from the pin store its pin state and whether its server waits for
 // approval.
-func (e *Engine) toolInput(s *supervisor, t Tool) ToolInput {
-	risk, why := e.risk(s.cfg.ID, t)
+func (e *Engine) toolInput(ctx context.Context, s *supervisor, t Tool) ToolInput {
+	risk, why := e.risk(ctx, s.cfg.ID, t)
 	pin, quarantined := s.pinInput(t)
 	return ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface, Pin: pin, Quarantined: quarantined}
 }
@@ -197,9 +197,9 @@ func refID(ref *CacheRef) string {
 // decides exposure by the include and exclude globs alone, so the tools
 // are not classified for it; custom policies may hide by risk, so for
 // them they are.
-func (e *Engine) exposureInput(s *supervisor, t Tool) ToolInput {
+func (e *Engine) exposureInput(ctx context.Context, s *supervisor, t Tool) ToolInput {
 	if g := e.guard.Load(); g.custom || e.opts.Decide != nil || e.opts.Policies != nil {
-		return e.toolInput(s, t)
+		return e.toolInput(ctx, s, t)
 	}
 	return ToolInput{Server: s.cfg, Tool: t, Surface: e.opts.Surface, Pin: e.pinState(s.cfg.ID, t)}
 }
@@ -335,7 +335,9 @@ func (e *Engine) gwConnect(ctx context.Context, in GatewayInput, connect bool) G
 
 // listed returns a server's cached metadata for a listing action, or the
 // error result to answer with.
-func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Metadata, *GatewayResult) {
+// A server whose first listing is in flight is waited for (see
+// supervisor.listedOrAwait).
+func (e *Engine) listed(ctx context.Context, in GatewayInput, setting, what string) (*supervisor, *Metadata, *GatewayResult) {
 	if setting == "disabled" {
 		r := gwError("%s are disabled by the %s setting", what, what)
 		return nil, nil, &r
@@ -344,7 +346,7 @@ func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Me
 	if bad != nil {
 		return nil, nil, bad
 	}
-	m, _ := e.Metadata(s.cfg.ID)
+	m := s.listedOrAwait(ctx, 0).meta
 	if m == nil {
 		r := gwError("server %s has not been listed yet: connect it first", s.cfg.ID)
 		return nil, nil, &r
@@ -352,8 +354,8 @@ func (e *Engine) listed(in GatewayInput, setting, what string) (*supervisor, *Me
 	return s, m, nil
 }
 
-func (e *Engine) gwListResources(in GatewayInput) GatewayResult {
-	s, m, bad := e.listed(in, e.Config().Settings.Resources, "resources")
+func (e *Engine) gwListResources(ctx context.Context, in GatewayInput) GatewayResult {
+	s, m, bad := e.listed(ctx, in, e.Config().Settings.Resources, "resources")
 	if bad != nil {
 		return *bad
 	}
@@ -429,8 +431,8 @@ func truncNote(tr *Truncation, ref *CacheRef) string {
 	return fmt.Sprintf("\n[output cut: %d of %d bytes shown]", tr.ReturnedBytes, tr.TotalBytes)
 }
 
-func (e *Engine) gwListPrompts(in GatewayInput) GatewayResult {
-	s, m, bad := e.listed(in, e.Config().Settings.Prompts, "prompts")
+func (e *Engine) gwListPrompts(ctx context.Context, in GatewayInput) GatewayResult {
+	s, m, bad := e.listed(ctx, in, e.Config().Settings.Prompts, "prompts")
 	if bad != nil {
 		return *bad
 	}

@@ -309,8 +309,11 @@ func (g *guard) plugins(ctx context.Context) *wasm.Chain {
 }
 
 // risk classifies a tool once per metadata hash. A rating that a
-// classifier fault shaped is kept for riskRetryAfter only.
-func (g *guard) risk(server string, t Tool) (Risk, string) {
+// classifier fault shaped is kept for riskRetryAfter only. The
+// classifiers run under ctx: once it ends (the caller gave up, the
+// engine closes), risk answers unknown at once, and that answer is not
+// kept, so the next caller asks the classifiers again.
+func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) {
 	if g.e.opts.Classify != nil {
 		return g.e.opts.Classify(server, t)
 	}
@@ -322,9 +325,12 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 	if ok && (!faulted || time.Now().Before(retry)) {
 		return r.risk, r.reason
 	}
+	if ctx.Err() != nil {
+		return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
+	}
 	faulted = false
-	ctx := context.Background()
-	chain := g.plugins(ctx)
+	// Setting the plugins up is for the guard's life, whoever asks first.
+	chain := g.plugins(context.Background())
 	if g.plugErr != nil {
 		r = riskEntry{RiskUnknown, "classifier unavailable: " + g.plugErr.Error()}
 	} else {
@@ -340,6 +346,10 @@ func (g *guard) risk(server string, t Tool) (Risk, string) {
 			r = riskEntry{RiskUnknown, "classifier answered " + c.Risk}
 		}
 		faulted = c.Faulted
+		if ctx.Err() != nil {
+			// Cut short by the caller, not rated: nothing is kept.
+			return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
+		}
 	}
 	g.riskMu.Lock()
 	g.risks[key] = r

@@ -297,7 +297,7 @@ func TestRugPull(t *testing.T) {
 			if shown.Hash != first.Hash {
 				t.Errorf("the held tool shows its new version: %+v", shown)
 			}
-			risk, why := e.risk("bad", shown)
+			risk, why := e.risk(ctx, "bad", shown)
 			d := defaultDecide(ToolInput{Server: e.servers["bad"].cfg, Tool: shown, Risk: risk, RiskReason: why, Pin: st})
 			if d.Allowed || !d.Exposed || !strings.Contains(strings.Join(d.Reasons, " "), "approve") {
 				t.Errorf("decision on the changed tool: %+v", d)

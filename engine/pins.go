@@ -213,9 +213,9 @@ func (s *supervisor) toolPinState(p pin.Pins, t Tool) PinState {
 }
 
 // pinMeta is what a pin records of a tool: its bounded metadata and the
-// risk the engine rates it.
-func (e *Engine) pinMeta(server string, t Tool) pin.Meta {
-	risk, _ := e.risk(server, t)
+// risk the engine rates it, under ctx (see guard.risk).
+func (e *Engine) pinMeta(ctx context.Context, server string, t Tool) pin.Meta {
+	risk, _ := e.risk(ctx, server, t)
 	return pin.Meta{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 		Annotations: t.Annotations, Risk: string(risk)}
 }
@@ -242,15 +242,19 @@ func holds(sev pin.Severity) bool { return sev.Rank() >= pin.SeveritySchemaBreak
 // and stays pending in the store for review. When the store fails, every
 // tool counts as changed (fail closed) and a note says why. It returns
 // the events to publish once m is in place.
-func (s *supervisor) observePins(m *Metadata) []Event {
+//
+// The tools are rated under ctx: when it ends before every tool is
+// rated, nothing is pinned and observePins returns ctx's error, so that
+// no pin records a rating cut short.
+func (s *supervisor) observePins(ctx context.Context, m *Metadata) ([]Event, error) {
 	id := s.cfg.ID
-	fail := func(err error) []Event {
+	fail := func(err error) ([]Event, error) {
 		msg := s.scrub.text(err.Error())
 		s.mu.Lock()
 		s.pins.failure, s.pins.valid = msg, false
 		s.mu.Unlock()
 		m.Notes = append(m.Notes, "pins: "+msg+"; every tool of this server counts as changed (escalation) until its pins can be written")
-		return []Event{{Type: EventPinsChanged, Server: id, Error: msg}}
+		return []Event{{Type: EventPinsChanged, Server: id, Error: msg}}, nil
 	}
 	store, err := s.e.pinStore()
 	if err != nil {
@@ -258,7 +262,10 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 	}
 	metas := make([]pin.Meta, len(m.Tools))
 	for i, t := range m.Tools {
-		metas[i] = s.e.pinMeta(id, t)
+		if ctx.Err() != nil {
+			break
+		}
+		metas[i] = s.e.pinMeta(ctx, id, t)
 	}
 	// On the server's first sight, the tools policy says whether it is
 	// held until someone approves it (quarantine_new_servers).
@@ -266,7 +273,10 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 	if stamp, err := s.e.stampOf(id); err != nil {
 		return fail(err)
 	} else if !stamp.exists {
-		quarantined = s.quarantinedOnFirstSight(m.Tools)
+		quarantined = s.quarantinedOnFirstSight(ctx, m.Tools)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rating the tools: %w", err)
 	}
 	res, err := store.ObserveServer(id, metas, nil, quarantined)
 	if err != nil {
@@ -331,7 +341,7 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 		delete(s.pins.approved, c.Name)
 	}
 	s.mu.Unlock()
-	return events
+	return events, nil
 }
 
 // quarantinedOnFirstSight asks the tools policy whether the server, seen
@@ -343,7 +353,7 @@ func (s *supervisor) observePins(m *Metadata) []Event {
 // policy never quarantines. With Options.Decide, the server is held when
 // the hook refuses a tool of the unapproved server that it allows once
 // approved.
-func (s *supervisor) quarantinedOnFirstSight(tools []Tool) bool {
+func (s *supervisor) quarantinedOnFirstSight(ctx context.Context, tools []Tool) bool {
 	e := s.e
 	g := e.guard.Load()
 	if e.opts.Decide == nil && !g.custom && e.opts.Policies == nil {
@@ -353,7 +363,7 @@ func (s *supervisor) quarantinedOnFirstSight(tools []Tool) bool {
 		tools = []Tool{{Name: "*"}}
 	}
 	for _, t := range tools {
-		risk, why := e.risk(s.cfg.ID, t)
+		risk, why := e.risk(ctx, s.cfg.ID, t)
 		in := ToolInput{Server: s.cfg, Tool: t, Risk: risk, RiskReason: why, Surface: e.opts.Surface,
 			Pin: PinState{State: PinNew}, Quarantined: true}
 		if e.opts.Decide != nil {
@@ -408,7 +418,7 @@ func (s *supervisor) swapApproved(p pin.Pins) {
 	var keep []Tool
 	for _, h := range m.Held {
 		pinned, ok := p.Tools[h.Name]
-		if _, pending := p.Pending[h.Name]; !pending && ok && pinned.Hash == pin.Hash(s.e.pinMeta(s.cfg.ID, h)) {
+		if _, pending := p.Pending[h.Name]; !pending && ok && pinned.Hash == pin.Hash(s.e.pinMeta(s.ctx, s.cfg.ID, h)) {
 			swap = append(swap, h)
 		} else {
 			keep = append(keep, h)

@@ -42,7 +42,7 @@ func TestClassifierFaultIsNotKept(t *testing.T) {
 	e := start(t, opts)
 	g := e.guard.Load()
 	tool := Tool{Name: "delete_all_records", Hash: "h1"}
-	if risk, why := g.risk("tools", tool); risk != RiskUnknown || !strings.Contains(why, "deadline") {
+	if risk, why := g.risk(context.Background(), "tools", tool); risk != RiskUnknown || !strings.Contains(why, "deadline") {
 		t.Fatalf("with a classifier past its deadline: %s (%s); want unknown for the fault", risk, why)
 	}
 	// The classifier is healthy again (the built-in one stands in), and
@@ -57,7 +57,18 @@ func TestClassifierFaultIsNotKept(t *testing.T) {
 		g.riskRetry[k] = time.Now().Add(-time.Second)
 	}
 	g.riskMu.Unlock()
-	if risk, why := g.risk("tools", tool); risk != RiskDestructive {
+	if risk, why := g.risk(context.Background(), "tools", tool); risk != RiskDestructive {
 		t.Fatalf("classified again: %s (%s); want the classifier's destructive", risk, why)
+	}
+	// A classification its caller gave up on is unknown, and not kept:
+	// the next caller is rated.
+	other := Tool{Name: "read_records", Hash: "h2"}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if risk, why := g.risk(gone, "tools", other); risk != RiskUnknown || !strings.Contains(why, "cancelled") {
+		t.Fatalf("with a cancelled context: %s (%s); want unknown, cancelled", risk, why)
+	}
+	if risk, why := g.risk(context.Background(), "tools", other); risk != RiskRead {
+		t.Fatalf("after a cancelled classification: %s (%s); want the classifier's read", risk, why)
 	}
 }

@@ -427,7 +427,16 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) (err e
 		}
 		return s.fail(fmt.Errorf("discover: %w", err))
 	}
-	pinEvents := s.observePins(m)
+	// The tools are rated until the caller gives up or the engine
+	// closes, whichever comes first: a classifier that takes its whole
+	// deadline for each tool holds neither up for every tool in turn.
+	rctx, stopRating := context.WithCancel(ctx)
+	defer stopRating()
+	defer context.AfterFunc(s.ctx, stopRating)()
+	pinEvents, err := s.observePins(rctx, m)
+	if err != nil {
+		return s.fail(fmt.Errorf("discover: %w", err))
+	}
 	if err := s.e.cache.save(m); err != nil {
 		s.log.Warn("metadata cache", "err", err)
 	}
@@ -805,6 +814,61 @@ func (s *supervisor) currentListing() listing {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
+}
+
+// listedOrAwait returns the server's current listing, as currentListing
+// does; when the server was never listed and a listing of it is in
+// flight (a discovery, or a connect, whose discovery follows), it first
+// waits for that listing to end, so that who needs the metadata while
+// the first listing runs finds it rather than "not listed yet". It never
+// starts a listing. The wait is bounded by ctx, by within when within is
+// positive, and by the listing's own timeouts (connectTimeoutMs,
+// discoveryTimeoutMs): past them the listing found so far is returned.
+func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) listing {
+	// The usual case, a server with metadata, is one lock, as
+	// currentListing is.
+	s.mu.Lock()
+	inFlight := s.firstListingLocked()
+	if inFlight == nil {
+		l := listing{meta: s.meta, num: s.listings, connected: s.session != nil && s.connecting == nil}
+		s.mu.Unlock()
+		return l
+	}
+	s.mu.Unlock()
+	if within <= 0 {
+		within = ms(s.cfg.ConnectTimeoutMs) + ms(s.cfg.DiscoveryTimeoutMs)
+	}
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	yieldReader(ctx) // a listing takes a while
+	for inFlight != nil {
+		select {
+		case <-inFlight:
+		case <-timer.C:
+			return s.currentListing()
+		case <-ctx.Done():
+			return s.currentListing()
+		}
+		s.mu.Lock()
+		inFlight = s.firstListingLocked()
+		s.mu.Unlock()
+	}
+	return s.currentListing()
+}
+
+// firstListingLocked returns, with s.mu held, what closes when the
+// first listing in flight ends, or nil when the server has metadata or
+// nothing lists it now.
+func (s *supervisor) firstListingLocked() <-chan struct{} {
+	switch {
+	case s.meta != nil:
+		return nil
+	case s.discovery != nil:
+		return s.discovery.done
+	case s.connecting != nil:
+		return s.connecting
+	}
+	return nil
 }
 
 // maxProgressMessage bounds the text of a progress event: it comes from

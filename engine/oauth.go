@@ -155,6 +155,10 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	issuer, err := expand("issuer", a.Issuer, false)
+	if err != nil {
+		return nil, err
+	}
 	redirect, err := loopbackRedirect()
 	if err != nil {
 		return nil, err
@@ -163,11 +167,18 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	if n := s.e.Config().Settings.AuthTimeoutMs; n > 0 {
 		timeout = ms(n)
 	}
-	policy := oauthPolicy{allowLoopback: a.AllowInsecureLoopback}
-	for _, own := range []string{endpoint, resourceMeta} {
+	// A pre-registered client is bound to the authorization server that
+	// issued it (auth.issuer, or one at the url's origin): the guard
+	// refuses discovery that leads anywhere else before the client's
+	// credentials could be sent.
+	policy := oauthPolicy{allowLoopback: a.AllowInsecureLoopback, bound: clientID != "", issuer: issuer}
+	for i, own := range []string{endpoint, resourceMeta} {
 		if u, err := url.Parse(own); err == nil && own != "" {
 			if o, ok := originOf(u); ok {
 				policy.own = append(policy.own, o)
+				if i == 0 {
+					policy.home = o
+				}
 			}
 		}
 	}
@@ -190,7 +201,8 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	}}
 	switch {
 	case clientID != "":
-		creds := &oauthex.ClientCredentials{ClientID: clientID}
+		// The SDK holds the binding too, when auth.issuer names it.
+		creds := &oauthex.ClientCredentials{ClientID: clientID, Issuer: issuer}
 		if secret != "" && a.TokenEndpointAuthMethod != "none" {
 			creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
 		}

@@ -274,6 +274,10 @@ type oauthGuard struct {
 	redirect string // our redirect URI, which a registration must hold
 	base     http.RoundTripper
 	refused  atomic.Pointer[error] // the first refusal, which Authorize reports
+	// issuer is the authorization server this authorization goes to, as
+	// the protected resource metadata named it (or, without that, as the
+	// SDK's metadata request spells it), for the token store.
+	issuer atomic.Pointer[string]
 }
 
 // newOAuthGuard returns the guard for one server's OAuth client. Its
@@ -368,9 +372,21 @@ func (g *oauthGuard) refusal() error {
 	return nil
 }
 
-// reset forgets the last refusal: Authorize calls it as each
+// reset forgets the last refusal and issuer: Authorize calls it as each
 // authorization begins and ends.
-func (g *oauthGuard) reset() { g.refused.Store(nil) }
+func (g *oauthGuard) reset() {
+	g.refused.Store(nil)
+	g.issuer.Store(nil)
+}
+
+// authServer returns the issuer of the authorization server the current
+// authorization went to, or "".
+func (g *oauthGuard) authServer() string {
+	if p := g.issuer.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
 // answerError is a refused answer: the request was sent, what came back
 // is not used.
@@ -401,6 +417,9 @@ func (g *oauthGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 			_ = req.Body.Close()
 		}
 		return nil, g.refuse(err)
+	}
+	if req.Method == http.MethodGet && len(issuers) > 0 {
+		g.issuer.CompareAndSwap(nil, &issuers[0])
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err != nil {
@@ -522,6 +541,7 @@ func (g *oauthGuard) checkMetadata(body []byte, issuers []string) error {
 		if err := g.policy.checkIssuer("authorization_servers[0]", servers[0]); err != nil {
 			return err
 		}
+		g.issuer.Store(&servers[0])
 	}
 	for _, key := range []string{"resource", "issuer"} {
 		s, err := str(key)

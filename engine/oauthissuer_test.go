@@ -2,14 +2,19 @@ package engine
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // clientSecretCanary is the configured client secret of the tests here:
@@ -198,6 +203,16 @@ func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
 	if n := f.authorizes.Load(); n != 1 {
 		t.Errorf("%d authorizations, want 1", n)
 	}
+	// The stored token names its issuer, and a new engine uses it.
+	data, err := os.ReadFile(filepath.Join(e.opts.AgentDir, "mcp", "auth", "bound.json"))
+	if err != nil || !strings.Contains(string(data), `"issuer": "`+f.asURL+`"`) || strings.Contains(string(data), clientSecretCanary) {
+		t.Errorf("token file (%v): %s", err, data)
+	}
+	reuse := opts
+	reuse.AgentDir, reuse.Authorize = e.opts.AgentDir, nil
+	if err := start(t, reuse).Connect(ctx, "bound"); err != nil {
+		t.Errorf("with the stored token: %v", err)
+	}
 	for id, want := range map[string]string{"unbound": "is not at the origin of the server's url",
 		"mismatch": "is not the authorization server in auth.issuer"} {
 		err := e.Connect(ctx, id)
@@ -282,5 +297,60 @@ func TestMetadataIssuers(t *testing.T) {
 		if err := tc.p.checkIssuer("x", tc.issuer); (err == nil) != tc.ok {
 			t.Errorf("bound %v issuer %q: %s: %v", tc.p.bound, tc.p.issuer, tc.issuer, err)
 		}
+	}
+}
+
+// TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed: a stored token of the
+// pre-registered client whose authorization server is not the client's
+// issuer (another one, or none recorded, as a file of an older version)
+// is not used: its refresh would carry the client secret to its token
+// URL. A fresh authorization at the issuer takes its place.
+func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
+	for name, stored := range map[string]func(evil string) string{
+		"another issuer": func(evil string) string { return evil },
+		"no issuer":      func(string) string { return "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newOAuthFixture(t, time.Hour)
+			evil := newHarvestingAS(t)
+			opts := workspace(t, map[string]server{"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{
+				"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "issuer": f.asURL,
+				"allowInsecureLoopback": true}}}, nil)
+			host := opts.LookupEnv
+			opts.LookupEnv = func(k string) (string, bool) {
+				if k == "OAUTH_SECRET" {
+					return clientSecretCanary, true
+				}
+				return host(k)
+			}
+			var calls atomic.Int32
+			opts.Authorize = headless(t, &calls)
+			opts.AgentDir = filepath.Join(opts.Home, ".volt", "agent")
+			dir := filepath.Join(opts.AgentDir, "mcp", "auth")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			file := tokenFile{Format: tokenFormat, Server: "o", URL: f.mcpURL, URLHash: urlHash(f.mcpURL), ClientID: "client-1",
+				Issuer: stored(evil.url), TokenURL: evil.url + "/token", AuthStyle: int(oauth2.AuthStyleInParams),
+				Token:   &oauth2.Token{AccessToken: "stale", RefreshToken: "rt-stale", Expiry: time.Now().Add(-time.Hour)},
+				SavedAt: time.Now().Add(-2 * time.Hour)}
+			data, _ := json.Marshal(file)
+			if err := os.WriteFile(filepath.Join(dir, "o.json"), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			e := start(t, opts)
+			if err := e.Connect(ctxT(t, 30*time.Second), "o"); err != nil {
+				t.Fatal(err)
+			}
+			if l := evil.leaks(); len(l) > 0 {
+				t.Errorf("the client secret reached the other token URL in: %v", l)
+			}
+			if n := evil.requests.Load(); n != 0 {
+				t.Errorf("the other token URL got %d requests", n)
+			}
+			if calls.Load() != 1 {
+				t.Errorf("%d authorizations, want 1", calls.Load())
+			}
+		})
 	}
 }

@@ -61,6 +61,8 @@ func codeInfo(c Code) (Severity, string) {
 		return SeverityWarning, "A higher layer disables a server a lower layer defines."
 	case CodeOAuthLoopback:
 		return SeverityWarning, "An OAuth server's auth sets allowInsecureLoopback: its authorization may use plain http to loopback addresses."
+	case CodeOAuthIssuer:
+		return SeverityWarning, "An OAuth server's auth names a pre-registered client without the issuer that registered it: only an authorization server at the url's origin gets it."
 	case CodeSecretInArgs:
 		return SeverityWarning, "A secret reaches a server in its arguments, which every local user can read; pass it in env."
 	case CodePolicyError:
@@ -80,7 +82,7 @@ func Codes() []Code {
 		CodeServerIDClash, CodeMissingField, CodeTransportMismatch, CodeCrossScopeField,
 		CodeProjectIgnored, CodeProjectSetting, CodeLiteralSecret, CodeShellCommand,
 		CodeUnpinnedPackage, CodeInsecureURL, CodeFilterOverlap, CodeDisabledAbove,
-		CodeOAuthLoopback, CodePolicyError, CodePluginError, CodeSecretInArgs,
+		CodeOAuthLoopback, CodePolicyError, CodePluginError, CodeSecretInArgs, CodeOAuthIssuer,
 	}
 }
 

@@ -91,6 +91,10 @@ const (
 	CodeFilterOverlap   Code = "filter-overlap"
 	CodeDisabledAbove   Code = "disabled-by-higher-layer"
 	CodeOAuthLoopback   Code = "oauth-insecure-loopback"
+	// CodeOAuthIssuer is a pre-registered OAuth client (clientId) without
+	// auth.issuer: it is sent only to an authorization server at the
+	// server url's origin.
+	CodeOAuthIssuer Code = "oauth-client-without-issuer"
 	// CodeSecretInArgs is a secret passed in a server's arguments by
 	// reference: resolved, it lands in the child's argv, which every
 	// local user can read.

@@ -51,6 +51,8 @@ var codeCases = []struct {
 		layer: LayerUser, line: 1, col: 44, path: "servers.x.lifecycle", in: `"keep-alive"`},
 	{code: CodeInvalidValue, files: map[Layer]string{LayerUser: `{"servers":{"x":{"url":"ftp://x"}}}`},
 		layer: LayerUser, line: 1, col: 24, path: "servers.x.url", in: "http"},
+	{code: CodeInvalidValue, files: map[Layer]string{LayerUser: `{"servers":{"x":{"url":"https://m.example/mcp","auth":{"type":"oauth","clientId":"c","issuer":"https://as.example/?t=1"}}}}`},
+		layer: LayerUser, line: 1, col: 95, path: "servers.x.auth.issuer", in: "does not match"},
 	{code: CodeInvalidValue, files: map[Layer]string{LayerUser: `{"servers":{"x":{"command":"x","env":{"1BAD":"v"}}}}`},
 		layer: LayerUser, line: 1, col: 39, path: "servers.x.env[\"1BAD\"]", in: "not a valid name"},
 	{code: CodeOutOfRange, files: map[Layer]string{LayerUser: `{"settings":{"connectTimeoutMs":5}}`},
@@ -108,6 +110,8 @@ var codeCases = []struct {
 		layer: LayerUser, line: 1, col: 55, path: "servers.x.includeTools[1]", in: `"delete_*"`},
 	{code: CodeOAuthLoopback, files: map[Layer]string{LayerUser: `{"servers":{"x":{"url":"http://127.0.0.1:9/mcp","auth":{"type":"oauth","allowInsecureLoopback":true}}}}`},
 		layer: LayerUser, line: 1, col: 96, path: "servers.x.auth.allowInsecureLoopback", in: "plain http"},
+	{code: CodeOAuthIssuer, files: map[Layer]string{LayerUser: `{"servers":{"x":{"url":"https://mcp.example.com/mcp","auth":{"type":"oauth","clientId":"c1"}}}}`},
+		layer: LayerUser, line: 1, col: 88, path: "servers.x.auth.clientId", in: "without auth.issuer"},
 	{code: CodeDisabledAbove, files: map[Layer]string{
 		LayerUserShared: `{"mcpServers":{"x":{"command":"x"}}}`, LayerUser: `{"servers":{"x":{"enabled":false}}}`},
 		layer: LayerUser, line: 1, col: 28, path: "servers.x.enabled", in: "disabled"},

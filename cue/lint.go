@@ -23,6 +23,7 @@ func lintServer(ms *mergedServer, srv Server, d *diags) {
 	}
 	lintFilters(n, d)
 	lintOAuthLoopback(n, d)
+	lintOAuthIssuer(n, d)
 	// A false enabled from another file than the definition's is a
 	// disable by a higher layer, which is easy to miss.
 	if en := n.get("enabled"); en != nil && en.kind == kindBool && !en.bool && en.src != nil &&
@@ -219,6 +220,27 @@ func lintOAuthLoopback(n *node, d *diags) {
 		d.add(SeverityWarning, CodeOAuthLoopback, v, "", "remove it unless the server and its authorization server run on this machine for development or tests",
 			"auth.allowInsecureLoopback lets the OAuth authorization use plain http to loopback addresses")
 	}
+}
+
+// lintOAuthIssuer flags a pre-registered OAuth client without the issuer
+// of the authorization server that registered it. The engine then sends
+// the client's credentials only to an authorization server at the
+// origin of the server's url, and refuses any other the server names; an
+// authorization server elsewhere needs issuer.
+func lintOAuthIssuer(n *node, d *diags) {
+	a := n.get("auth")
+	if a == nil || a.kind != kindObject {
+		return
+	}
+	if t := a.get("type"); t == nil || t.kind != kindString || t.str != "oauth" {
+		return
+	}
+	id := a.get("clientId")
+	if id == nil || id.kind != kindString || id.str == "" || a.get("issuer") != nil {
+		return
+	}
+	d.add(SeverityWarning, CodeOAuthIssuer, id, "", `set "issuer" to the issuer identifier of the authorization server that registered the client`,
+		"auth.clientId names a pre-registered client without auth.issuer: its credentials go only to an authorization server at the origin of url")
 }
 
 // lintFilters finds tools that includeTools lets in and excludeTools

@@ -264,6 +264,10 @@ type Auth struct {
 	ClientMetadataURL       string  `json:"clientMetadataUrl,omitempty"`
 	ResourceMetadataURL     string  `json:"resourceMetadataUrl,omitempty"`
 	TokenEndpointAuthMethod string  `json:"tokenEndpointAuthMethod,omitempty"`
+	// Issuer is the issuer identifier of the authorization server that
+	// issued ClientID and ClientSecret: they are sent to no other. Empty:
+	// only an authorization server at the origin of the server's URL.
+	Issuer string `json:"issuer,omitempty"`
 	// AllowInsecureLoopback lets OAuth discovery and the token requests
 	// use plain http, and connect, to loopback addresses (local
 	// development, the conformance suite). Zero: https only, and never a

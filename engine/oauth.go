@@ -155,6 +155,10 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	issuer, err := expand("issuer", a.Issuer, false)
+	if err != nil {
+		return nil, err
+	}
 	redirect, err := loopbackRedirect()
 	if err != nil {
 		return nil, err
@@ -163,11 +167,18 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	if n := s.e.Config().Settings.AuthTimeoutMs; n > 0 {
 		timeout = ms(n)
 	}
-	policy := oauthPolicy{allowLoopback: a.AllowInsecureLoopback}
-	for _, own := range []string{endpoint, resourceMeta} {
+	// A pre-registered client is bound to the authorization server that
+	// issued it (auth.issuer, or one at the url's origin): the guard
+	// refuses discovery that leads anywhere else before the client's
+	// credentials could be sent.
+	policy := oauthPolicy{allowLoopback: a.AllowInsecureLoopback, bound: clientID != "", issuer: issuer}
+	for i, own := range []string{endpoint, resourceMeta} {
 		if u, err := url.Parse(own); err == nil && own != "" {
 			if o, ok := originOf(u); ok {
 				policy.own = append(policy.own, o)
+				if i == 0 {
+					policy.home = o
+				}
 			}
 		}
 	}
@@ -190,7 +201,8 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	}}
 	switch {
 	case clientID != "":
-		creds := &oauthex.ClientCredentials{ClientID: clientID}
+		// The SDK holds the binding too, when auth.issuer names it.
+		creds := &oauthex.ClientCredentials{ClientID: clientID, Issuer: issuer}
 		if secret != "" && a.TokenEndpointAuthMethod != "none" {
 			creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
 		}
@@ -208,7 +220,7 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	}
 	s.oauth.mu.Unlock()
 	if cfg.InitialTokenSource == nil {
-		if ts := s.loadToken(endpoint, h.client, clientID, secret); ts != nil {
+		if ts := s.loadToken(endpoint, h.client, clientID, secret, &guard.policy); ts != nil {
 			s.oauth.mu.Lock()
 			s.oauth.ts, s.oauth.endpoint = ts, endpoint
 			s.oauth.mu.Unlock()
@@ -429,7 +441,8 @@ func (h *oauthHandler) newTokenSource(ctx context.Context, cfg *oauth2.Config, t
 	s := h.s
 	s.scrub.add(cfg.ClientSecret)
 	file := tokenFile{Format: tokenFormat, Server: s.cfg.ID, URL: cue.RedactURL(h.endpoint), URLHash: urlHash(h.endpoint),
-		ClientID: cfg.ClientID, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: cfg.Scopes}
+		ClientID: cfg.ClientID, Issuer: h.guard.authServer(), TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
+		Scopes: cfg.Scopes}
 	if cfg.ClientSecret != "" && !h.configuredSecret(cfg.ClientSecret) {
 		file.ClientSecret = cfg.ClientSecret // issued at registration: needed to refresh
 	}
@@ -491,9 +504,12 @@ type tokenFile struct {
 	URLHash string `json:"urlSha256"`
 	// The client the token was issued to, for refreshing it. ClientSecret
 	// is only one the authorization server issued at registration; a
-	// configured secret stays in the config.
+	// configured secret stays in the config. Issuer is the authorization
+	// server the token came from: a pre-registered client uses only a
+	// token of its own issuer.
 	ClientID     string        `json:"clientId"`
 	ClientSecret string        `json:"clientSecret,omitempty"`
+	Issuer       string        `json:"issuer,omitempty"`
 	TokenURL     string        `json:"tokenUrl"`
 	AuthStyle    int           `json:"authStyle"`
 	Scopes       []string      `json:"scopes,omitempty"`
@@ -539,8 +555,10 @@ func (s *supervisor) readTokenFile(path string) *tokenFile {
 
 // loadToken reads the stored token for endpoint. It returns nil when
 // there is none usable: no file, another URL, a file others can read, an
-// expired token that cannot be refreshed.
-func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string) *storedTokenSource {
+// expired token that cannot be refreshed, a token of the pre-registered
+// client from an authorization server policy does not send it to (its
+// refresh would carry the client's credentials there).
+func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string, policy *oauthPolicy) *storedTokenSource {
 	tf := s.readTokenFile(s.tokenPath())
 	switch {
 	case tf == nil:
@@ -550,6 +568,9 @@ func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, s
 		return nil
 	case !tf.Token.Valid() && tf.Token.RefreshToken == "":
 		return nil // expired, and nothing to refresh it with
+	case policy.bound && tf.ClientID == clientID && (tf.Issuer == "" || policy.checkIssuer("issuer", tf.Issuer) != nil):
+		s.log.Info("oauth token store: the stored token is from another authorization server than the configured client's; not used")
+		return nil
 	}
 	if tf.ClientSecret == "" && tf.ClientID == clientID {
 		tf.ClientSecret = secret

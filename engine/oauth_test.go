@@ -33,6 +33,7 @@ import (
 // redirects at once, as if the user had approved.
 type oauthFixture struct {
 	mcpURL     string
+	asURL      string // the authorization server, the issuer
 	prmURL     string // the protected resource metadata
 	ttl        time.Duration
 	authorizes atomic.Int32 // requests to the authorization endpoint
@@ -57,6 +58,7 @@ func newOAuthFixture(t *testing.T, ttl time.Duration, hidePRM ...bool) *oauthFix
 	f := &oauthFixture{ttl: ttl, challenge: map[string]string{}, valid: map[string]time.Time{}, refresh: map[string]bool{}, used: map[string]bool{}}
 	as, asURL := serveLoopback(t)
 	rs, rsURL := serveLoopback(t)
+	f.asURL = asURL
 
 	asMux := http.NewServeMux()
 	asMux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -550,7 +552,7 @@ func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
 	const secret = "client_secret_0123456789"
 	opts := workspace(t, map[string]server{
 		"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{
-			"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}",
+			"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "issuer": f.asURL,
 			"resourceMetadataUrl": f.prmURL, "scope": "notes:read notes:write", "allowInsecureLoopback": true}},
 		"plain": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, nil)

@@ -41,6 +41,14 @@ import (
 //     redirect URI and a bounded client_id and client_secret; an error
 //     answer is cut down to its error code, so that no error on these
 //     paths quotes what a server sent.
+//   - Authorization server metadata names as its issuer the URL it was
+//     fetched for (RFC 8414 §3.3).
+//   - A pre-registered client (clientId, clientSecret) goes only to the
+//     authorization server it was issued by: auth.issuer, or without it
+//     one at the origin of the server's url. The protected resource
+//     metadata naming another one is refused, and so is any request for
+//     another one's metadata, before the client's credentials could be
+//     sent (oauthPolicy.checkIssuer).
 //
 // The user's own URLs (the server's url and a configured
 // resourceMetadataUrl) are exempt from the address checks, not from the
@@ -60,6 +68,12 @@ const (
 type oauthPolicy struct {
 	allowLoopback bool     // auth.allowInsecureLoopback
 	own           []origin // the user's own: the server's url, resourceMetadataUrl
+	// bound is set for a pre-registered client: its credentials go only to
+	// issuer (auth.issuer), or, when that is "", to an authorization
+	// server at home, the origin of the server's url.
+	bound  bool
+	issuer string
+	home   origin
 }
 
 func (p *oauthPolicy) isOwn(o origin) bool { return slices.Contains(p.own, o) }
@@ -104,6 +118,67 @@ func (p *oauthPolicy) checkURL(field, raw string) error {
 		return fmt.Errorf(`%s (%s) is a loopback name: that needs "allowInsecureLoopback": true in the server's auth`, field, o)
 	}
 	return nil
+}
+
+// issuersEqual reports whether two issuer identifiers are the same: equal
+// strings but for one trailing slash, the comparison the SDK makes of a
+// metadata document's issuer and of a pre-registered client's.
+func issuersEqual(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+}
+
+// checkIssuer refuses an authorization server (its issuer identifier, or
+// the URL the SDK takes as one) to which a pre-registered client's
+// credentials must not go. The error shows origins only.
+func (p *oauthPolicy) checkIssuer(field, issuer string) error {
+	if !p.bound {
+		return nil
+	}
+	u, err := url.Parse(issuer)
+	o, ok := originOf(u)
+	if err != nil || !ok {
+		return fmt.Errorf("%s is not an http or https URL", field)
+	}
+	if p.issuer != "" {
+		if issuersEqual(issuer, p.issuer) {
+			return nil
+		}
+		where := o.String()
+		if cu, err := url.Parse(p.issuer); err == nil {
+			if co, ok := originOf(cu); ok && co == o {
+				where = "another path at " + where
+			}
+		}
+		return fmt.Errorf("%s (%s) is not the authorization server in auth.issuer, which issued the configured client: "+
+			"its clientId and clientSecret go nowhere else", field, where)
+	}
+	if o == p.home {
+		return nil
+	}
+	return fmt.Errorf("%s (%s) is not at the origin of the server's url (%s), and auth.issuer does not name it: "+
+		"the configured clientId and clientSecret go only to the authorization server that issued them "+
+		`(set "issuer" in the server's auth to that server's issuer)`, field, o, p.home)
+}
+
+// metadataIssuers returns the issuer identifiers whose authorization
+// server metadata is at u, by the well-known URLs the SDK derives from an
+// issuer (RFC 8414 §3.1 and OpenID Connect Discovery, with the path
+// inserted or appended), or nil when u is none of those.
+func metadataIssuers(u *url.URL) []string {
+	base := u.Scheme + "://" + u.Host
+	p := u.EscapedPath()
+	var out []string
+	for _, wk := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		if p == wk {
+			out = append(out, base)
+		} else if rest, ok := strings.CutPrefix(p, wk+"/"); ok {
+			out = append(out, base+"/"+rest)
+		}
+	}
+	if pre, ok := strings.CutSuffix(p, "/.well-known/openid-configuration"); ok && pre != "" {
+		out = append(out, base+pre)
+	}
+	return out
 }
 
 // isLoopbackName reports whether a host name always means this machine
@@ -199,6 +274,10 @@ type oauthGuard struct {
 	redirect string // our redirect URI, which a registration must hold
 	base     http.RoundTripper
 	refused  atomic.Pointer[error] // the first refusal, which Authorize reports
+	// issuer is the authorization server this authorization goes to, as
+	// the protected resource metadata named it (or, without that, as the
+	// SDK's metadata request spells it), for the token store.
+	issuer atomic.Pointer[string]
 }
 
 // newOAuthGuard returns the guard for one server's OAuth client. Its
@@ -293,9 +372,21 @@ func (g *oauthGuard) refusal() error {
 	return nil
 }
 
-// reset forgets the last refusal: Authorize calls it as each
+// reset forgets the last refusal and issuer: Authorize calls it as each
 // authorization begins and ends.
-func (g *oauthGuard) reset() { g.refused.Store(nil) }
+func (g *oauthGuard) reset() {
+	g.refused.Store(nil)
+	g.issuer.Store(nil)
+}
+
+// authServer returns the issuer of the authorization server the current
+// authorization went to, or "".
+func (g *oauthGuard) authServer() string {
+	if p := g.issuer.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
 // answerError is a refused answer: the request was sent, what came back
 // is not used.
@@ -316,11 +407,19 @@ func (g *oauthGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	if err := g.policy.checkURL("the URL", req.URL.String()); err != nil {
+	err := g.policy.checkURL("the URL", req.URL.String())
+	issuers := metadataIssuers(req.URL)
+	if err == nil && req.Method == http.MethodGet && len(issuers) > 0 {
+		err = g.checkIssuers(issuers)
+	}
+	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
 		return nil, g.refuse(err)
+	}
+	if req.Method == http.MethodGet && len(issuers) > 0 {
+		g.issuer.CompareAndSwap(nil, &issuers[0])
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err != nil {
@@ -333,7 +432,7 @@ func (g *oauthGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	switch {
 	case req.Method == http.MethodGet:
-		return g.metadata(o, resp)
+		return g.metadata(o, issuers, resp)
 	case ct == "application/json":
 		return g.registration(o, resp)
 	default:
@@ -356,9 +455,28 @@ func withBody(resp *http.Response, body []byte) *http.Response {
 	return resp
 }
 
+// checkIssuers refuses a request for authorization server metadata when
+// none of the issuers it may be for (metadataIssuers) is one a
+// pre-registered client may go to.
+func (g *oauthGuard) checkIssuers(issuers []string) error {
+	var first error
+	for _, iss := range issuers {
+		err := g.policy.checkIssuer("the authorization server", iss)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // metadata checks a protected resource or authorization server metadata
-// document. Keys are matched exactly, as the SDK's decoder matches them.
-func (g *oauthGuard) metadata(o origin, resp *http.Response) (*http.Response, error) {
+// document; issuers is not nil for authorization server metadata, and
+// holds the issuers it may be for. Keys are matched exactly, as the SDK's
+// decoder matches them.
+func (g *oauthGuard) metadata(o origin, issuers []string, resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode != http.StatusOK {
 		// The SDK reads no body of these: it tries the next URL.
 		discard(resp)
@@ -371,7 +489,7 @@ func (g *oauthGuard) metadata(o origin, resp *http.Response) (*http.Response, er
 	if over {
 		return nil, g.answerError(fmt.Errorf("the metadata at %s is over %d bytes", o, maxOAuthMetadata))
 	}
-	if err := g.checkMetadata(body); err != nil {
+	if err := g.checkMetadata(body, issuers); err != nil {
 		return nil, g.answerError(fmt.Errorf("the metadata at %s: %w", o, err))
 	}
 	return withBody(resp, body), nil
@@ -382,7 +500,7 @@ func (g *oauthGuard) metadata(o origin, resp *http.Response) (*http.Response, er
 var metadataEndpoints = []string{"authorization_endpoint", "token_endpoint", "registration_endpoint",
 	"revocation_endpoint", "introspection_endpoint", "device_authorization_endpoint"}
 
-func (g *oauthGuard) checkMetadata(body []byte) error {
+func (g *oauthGuard) checkMetadata(body []byte, issuers []string) error {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return errors.New("not a JSON object")
@@ -418,6 +536,13 @@ func (g *oauthGuard) checkMetadata(body []byte) error {
 			return err
 		}
 	}
+	if len(servers) > 0 {
+		// The SDK takes the first.
+		if err := g.policy.checkIssuer("authorization_servers[0]", servers[0]); err != nil {
+			return err
+		}
+		g.issuer.Store(&servers[0])
+	}
 	for _, key := range []string{"resource", "issuer"} {
 		s, err := str(key)
 		if err != nil {
@@ -425,6 +550,21 @@ func (g *oauthGuard) checkMetadata(body []byte) error {
 		}
 		if len(s) > maxOAuthURL {
 			return fmt.Errorf("%s is over %d bytes", key, maxOAuthURL)
+		}
+	}
+	if issuers != nil {
+		// RFC 8414 §3.3: the issuer is the one the metadata was fetched for.
+		iss, _ := str("issuer")
+		if !slices.ContainsFunc(issuers, func(want string) bool { return issuersEqual(iss, want) }) {
+			claimed := "none"
+			if u, err := url.Parse(iss); err == nil && iss != "" {
+				if co, ok := originOf(u); ok {
+					claimed = "one at " + co.String()
+				} else {
+					claimed = "not an http or https URL"
+				}
+			}
+			return fmt.Errorf("its issuer (%s) is not the issuer it was fetched for, as RFC 8414 (section 3.3) requires", claimed)
 		}
 	}
 	authServer := false

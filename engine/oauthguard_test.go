@@ -35,7 +35,7 @@ type hostileAuth struct {
 // well-behaved answer.
 type hostileShape struct {
 	challenge func(rs string) string             // the 401's WWW-Authenticate
-	prm       func(rs, as string) map[string]any // the protected resource metadata
+	prm       func(rs, as string) map[string]any // the protected resource metadata; nil: none (404)
 	asMeta    func(as string, m map[string]any)  // edits the authorization server metadata
 	register  func(w http.ResponseWriter, redirect []string)
 	token     func(w http.ResponseWriter)
@@ -72,6 +72,10 @@ func newHostileAuth(t *testing.T, shape hostileShape) *hostileAuth {
 			m := map[string]any{"resource": h.mcpURL, "authorization_servers": []string{asURL}}
 			if shape.prm != nil {
 				m = shape.prm(rsURL, asURL)
+			}
+			if m == nil {
+				http.NotFound(w, r)
+				return
 			}
 			writeJSON(w, http.StatusOK, m)
 		default:
@@ -127,10 +131,24 @@ func newHostileAuth(t *testing.T, shape hostileShape) *hostileAuth {
 // showed (error, last error, events, log).
 func connectHostile(t *testing.T, h *hostileAuth, authCfg map[string]any) (error, string) {
 	t.Helper()
+	return connectHostileEnv(t, h, authCfg, nil)
+}
+
+// connectHostileEnv is connectHostile with env added to the variables
+// the engine looks up.
+func connectHostileEnv(t *testing.T, h *hostileAuth, authCfg map[string]any, env map[string]string) (error, string) {
+	t.Helper()
 	var log bytes.Buffer
 	opts := workspace(t, map[string]server{
 		"o": {"url": h.mcpURL, "transport": "streamable-http", "connectTimeoutMs": 10000, "auth": authCfg},
 	}, nil)
+	host := opts.LookupEnv
+	opts.LookupEnv = func(k string) (string, bool) {
+		if v, ok := env[k]; ok {
+			return v, true
+		}
+		return host(k)
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.AgentDir = filepath.Join(opts.Home, ".volt", "agent")
 	var calls atomic.Int32

@@ -20,13 +20,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
@@ -55,16 +58,64 @@ type scenarioContext struct {
 // server: the pre-registered client when the suite gives one, else a
 // client ID metadata document with dynamic registration as the fallback.
 // The suite's servers are plain http on loopback, which the auth must
-// allow explicitly.
-func oauthConfig(sc scenarioContext) *cue.Auth {
+// allow explicitly. issuer is the pre-registered client's authorization
+// server (see issuerOf).
+func oauthConfig(sc scenarioContext, issuer string) *cue.Auth {
 	if sc.ClientID != "" {
-		a := &cue.Auth{Type: "oauth", ClientID: sc.ClientID, AllowInsecureLoopback: true}
+		a := &cue.Auth{Type: "oauth", ClientID: sc.ClientID, Issuer: issuer, AllowInsecureLoopback: true}
 		if sc.ClientSecret != "" {
 			a.ClientSecret = "${env:" + secretVar + "}"
 		}
 		return a
 	}
 	return &cue.Auth{Type: "oauth", ClientMetadataURL: clientMetadataURL, AllowInsecureLoopback: true}
+}
+
+// issuerOf returns the first authorization server the protected resource
+// metadata of the scenario's server names. It stands in for the user, who
+// writes the issuer of the authorization server that registered a client
+// into the config (the suite passes the client, not its issuer, and runs
+// that server on another port): the engine sends a pre-registered client
+// to no other.
+func issuerOf(ctx context.Context, server string) (string, error) {
+	get := func(u string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		return http.DefaultClient.Do(req)
+	}
+	su, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	meta := *su
+	meta.Path = "/.well-known/oauth-protected-resource" + su.Path
+	if resp, err := get(server); err == nil {
+		resp.Body.Close()
+		if cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate")); err == nil {
+			for _, c := range cs {
+				if u := c.Params["resource_metadata"]; u != "" {
+					if mu, err := url.Parse(u); err == nil {
+						meta = *mu
+					}
+					break
+				}
+			}
+		}
+	}
+	resp, err := get(meta.String())
+	if err != nil {
+		return "", fmt.Errorf("protected resource metadata: %w", err)
+	}
+	defer resp.Body.Close()
+	var prm struct {
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&prm); err != nil || len(prm.AuthorizationServers) == 0 {
+		return "", fmt.Errorf("protected resource metadata at %s names no authorization server (%s)", meta.Redacted(), resp.Status)
+	}
+	return prm.AuthorizationServers[0], nil
 }
 
 // authorize stands in for the user's browser: the suite's authorization
@@ -133,6 +184,12 @@ func run(ctx context.Context, url, scenario string) error {
 			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
 	}
+	issuer := ""
+	if sc.ClientID != "" {
+		if issuer, err = issuerOf(ctx, url); err != nil {
+			return fmt.Errorf("find the issuer of the pre-registered client: %w", err)
+		}
+	}
 	cfg := &cue.Config{Servers: []cue.Server{{
 		ID:                 serverID,
 		Key:                serverID,
@@ -144,7 +201,7 @@ func run(ctx context.Context, url, scenario string) error {
 		DiscoveryTimeoutMs: 10_000,
 		CallTimeoutMs:      15_000,
 		MetadataRefreshMs:  int64(time.Hour / time.Millisecond),
-		Auth:               oauthConfig(sc),
+		Auth:               oauthConfig(sc, issuer),
 	}}}
 	e, err := engine.New(ctx, engine.Options{
 		Config:   cfg,

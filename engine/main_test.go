@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/wasm"
 )
 
 func TestMain(m *testing.M) {
@@ -24,12 +25,33 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	pluginCache = dir
+	warmPluginCache(dir)
 	goleak.VerifyTestMain(cleanupM{m, func() { os.RemoveAll(dir) }})
 }
 
 // pluginCache is the wazero compilation cache the tests' engines share,
 // so the built-in module compiles once per test run. Set by TestMain.
 var pluginCache string
+
+// warmPluginCache compiles the built-in module into the cache at dir
+// before any test runs: compiling it takes seconds under the race
+// detector, which would otherwise fall inside the deadline of whichever
+// test classifies first, on a machine busy with the parallel tests.
+func warmPluginCache(dir string) {
+	ctx := context.Background()
+	h, err := wasm.NewHost(ctx, &wasm.Options{CacheDir: dir})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close(ctx)
+	m, err := h.Builtin(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := m.Classify(ctx, wasm.ClassifyInput{Server: "warm", Tool: "get_thing"}); err != nil {
+		panic(err)
+	}
+}
 
 // cleanupM runs cleanup after the tests, before goleak's check.
 type cleanupM struct {

@@ -171,7 +171,7 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 				continue
 			case depth == 0 && (f.key == "servers" || f.key == "mcpServers"):
 				if f.value.kind == kindObject {
-					st.Elts = append(st.Elts, c.field(f, c.walkServers(f.value, dialect)))
+					st.Elts = append(st.Elts, c.field(f, c.walkServers(f, dialect, n.path)))
 					continue
 				}
 			case def.Allows(cuelang.Str(f.key)):
@@ -203,8 +203,23 @@ func (c *checker) walk(n *node, def cuelang.Value, dialect Dialect, depth int) a
 	return c.leaf(n)
 }
 
-func (c *checker) walkServers(n *node, dialect Dialect) ast.Expr {
+func (c *checker) walkServers(sf field, dialect Dialect, docPath string) ast.Expr {
+	n := sf.value
 	st := &ast.StructLit{Lbrace: c.pos(n.off), Rbrace: c.pos(n.off)}
+	// The servers are unified with the file's definition a chunk at a
+	// time, not with the rest of the file: the CUE values of a chunk are
+	// garbage once it is checked, so the memory validation holds at once
+	// is serverChunk servers' however many the file has, while a chunk
+	// spares each server the fixed cost of a unification of its own.
+	chunk := &ast.StructLit{}
+	flush := func() {
+		if len(chunk.Elts) == 0 {
+			return
+		}
+		file := &ast.StructLit{Elts: []ast.Decl{c.field(sf, chunk)}}
+		c.unify(c.s.files[dialect], file, docPath)
+		chunk = &ast.StructLit{}
+	}
 	for _, f := range n.fields {
 		c.byOffset[f.value.off] = f.value
 		if f.value.kind == kindNull {
@@ -215,14 +230,18 @@ func (c *checker) walkServers(n *node, dialect Dialect) ast.Expr {
 			c.d.add(SeverityError, CodeInvalidType, f.value, "", "", "want a server object, got %s", f.value.kind)
 			continue
 		}
-		// Each server is unified on its own, not as part of the file: the
-		// CUE values of one server are garbage once it is checked, so the
-		// memory validation holds at once is one server's, not the file's.
-		def := c.s.servers[dialect]
-		c.unify(def, c.walk(f.value, def, dialect, 2), f.value.path)
+		chunk.Elts = append(chunk.Elts, c.field(f, c.walk(f.value, c.s.servers[dialect], dialect, 2)))
+		if len(chunk.Elts) == serverChunk {
+			flush()
+		}
 	}
+	flush()
 	return st
 }
+
+// serverChunk is how many servers of a file are unified with its
+// definition at once (see walkServers).
+const serverChunk = 32
 
 // walkAuth validates an auth object against the branch its type selects,
 // which gives one precise message instead of one per branch.

@@ -85,8 +85,11 @@ type Options struct {
 	// "accept" with fields left out gets the schema's defaults. Zero: the
 	// engine declares no elicitation capability, so servers may not ask.
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
-	// Classify rates a tool's risk. Zero: from its MCP annotations, else
-	// unknown. The wasm classifiers plug in here.
+	// Classify rates a tool's risk instead of the plugin chain. Zero: the
+	// configured wasm classifiers, then the built-in one, which rates from
+	// the tool's name, title, schema and description and lets the
+	// server's annotations only raise the risk, unless the server's
+	// definition sets trustToolHints.
 	Classify func(server string, t Tool) (Risk, string)
 	// Decide says whether a tool is exposed and callable, instead of the
 	// policies. Zero: the voltmcp.tools policy. A panic while a new server

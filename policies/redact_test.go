@@ -71,6 +71,13 @@ func TestRedactCanaries(t *testing.T) {
 	if !r.IsSecretKey("GITHUB_TOKEN") || !r.IsSecretKey("Authorization") || r.IsSecretKey("owner") {
 		t.Error("IsSecretKey misclassifies")
 	}
+	// The names package redact knows as secret (vet and config show go by
+	// them) are secret keys here too, beyond the decision's keys.
+	for _, k := range []string{"X-Auth", "SESSION", "STRIPE_KEY", "sig"} {
+		if !r.IsSecretKey(k) {
+			t.Errorf("IsSecretKey(%q) = false; redact.IsSecretName says it is secret", k)
+		}
+	}
 	if got := r.Redact(r.Redact(`"token": "x1"`)); got != `"token": "[REDACTED]"` {
 		t.Errorf("redaction is not idempotent: %s", got)
 	}

@@ -65,12 +65,19 @@ func TestCanarySweep(t *testing.T) {
 		// on stderr and in its JSON-RPC errors.
 		"wire ref": "canaryWREF6d2b8e1f05",
 		"wire lit": "canaryWLIT1f7c3a9e68",
+		// A host env value that the agent's own requests carry encoded
+		// (a tool name, a resource URI), so that it reaches the audit
+		// record only base64- or URL-encoded: the audit log's redactor
+		// must know those forms. Its characters make every encoding
+		// differ from the value.
+		"encoded": "canary/ENC+3b7e 9d1f=a4&c",
 	}
 	host := map[string]string{
 		"CANARY_HOST":   canaries["host env"],
 		"CANARY_REF":    canaries["config ref"],
 		"CANARY_HEADER": canaries["header"],
 		"CANARY_WIRE":   canaries["wire ref"],
+		"CANARY_ENC":    canaries["encoded"],
 	}
 	wireCmd, wireArgs, wireEnv := mcptest.Command(mcptest.ModeHostileWire)
 	wireArgs = append(wireArgs, "--api-key", canaries["argv flag"], "--token="+canaries["argv eq"],
@@ -80,7 +87,7 @@ func TestCanarySweep(t *testing.T) {
 	url := mcptest.ServeHTTPWithHeaderCheck(t, mcptest.ModeBehave, "X-Api-Key", canaries["header"])
 	opts := workspace(t, map[string]server{
 		"local": stdio("behave", server{
-			"envAllowlist": []string{"CANARY_HOST"},
+			"envAllowlist": []string{"CANARY_HOST", "CANARY_ENC"},
 			"env":          map[string]string{"REF_TOKEN": "${env:CANARY_REF}", "LIT_TOKEN": canaries["config lit"]},
 		}),
 		"wire": {"command": wireCmd, "args": wireArgs, "env": wireEnv},
@@ -125,10 +132,13 @@ func TestCanarySweep(t *testing.T) {
 			if slices.Contains(skip, name) {
 				continue
 			}
-			// As written, URL-encoded, and base64-encoded after "user:"
-			// (its middle: the ends mix in the neighbouring bytes).
+			// As written, URL-encoded (as a query value and a path
+			// segment), base64-encoded on its own (both alphabets), and
+			// base64-encoded after "user:" (its middle: the ends mix in the
+			// neighbouring bytes).
 			b64 := base64.StdEncoding.EncodeToString([]byte("user:" + c))
-			for _, form := range []string{c, neturl.QueryEscape(c), b64[8 : len(b64)-4]} {
+			for _, form := range []string{c, neturl.QueryEscape(c), neturl.PathEscape(c), b64[8 : len(b64)-4],
+				base64.RawStdEncoding.EncodeToString([]byte(c)), base64.RawURLEncoding.EncodeToString([]byte(c))} {
 				if strings.Contains(s, form) {
 					t.Errorf("the %s canary is in %s (as %q): %.400s", name, what, form, s)
 				}
@@ -224,6 +234,20 @@ func TestCanarySweep(t *testing.T) {
 	checkResult("wire describe", gw(t, e, GatewayInput{Action: "describe", Server: "wire", Tool: mcptest.ToolWireFail}))
 	checkResult("call to a refused server", gw(t, e, GatewayInput{Action: "call", Server: "refused", Tool: "echo",
 		Arguments: map[string]any{"text": "x", "token": arg}}))
+	// The agent's requests carry the encoded canary where the audit
+	// record keeps it, the resource URI of a read: URL-encoded as a query
+	// value and a path segment, base64-encoded in both alphabets. The
+	// answers echo what the caller sent; the files checked below must not
+	// keep it in any form.
+	enc := canaries["encoded"]
+	for _, uri := range []string{
+		"mcptest://readme?q=" + neturl.QueryEscape(enc),
+		"mcptest://files/" + neturl.PathEscape(enc),
+		"mcptest://readme?q=" + base64.StdEncoding.EncodeToString([]byte(enc)),
+		"mcptest://files/" + base64.URLEncoding.EncodeToString([]byte(enc)),
+	} {
+		checkResult("read of an encoded resource URI", gw(t, e, GatewayInput{Action: "read_resource", Server: "local", ResourceURI: uri}), "encoded")
+	}
 	checkResult("status", gw(t, e, GatewayInput{Action: "status"}))
 	checkResult("list_servers", gw(t, e, GatewayInput{Action: "list_servers"}))
 	checkResult("search", gw(t, e, GatewayInput{Action: "search", Query: "echo text"}))

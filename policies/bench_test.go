@@ -126,3 +126,27 @@ func BenchmarkToolsTail(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRedactRecord measures redacting the strings of one call's
+// audit record that the engine's memo does not already know (times,
+// hashes, a session, a result digest, an error), with one secret env var:
+// the per-record cost of the redactor, off the call path.
+func BenchmarkRedactRecord(b *testing.B) {
+	p := mustLoad(b, nil)
+	r, err := p.Redactor(context.Background(), RedactInput{EnvNames: []string{"ACME_DEPLOY_TOKEN"}, LookupEnv: lookupCanary})
+	if err != nil {
+		b.Fatal(err)
+	}
+	strs := []string{
+		"2026-05-01T12:00:00.123456789Z", "c0ffee0123456789", "call_259094b31e61bf01948d09a1",
+		"sha256:0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f",
+		`calling "tools/call": server returned an error: upstream request to https://api.example.com/v1/items failed: 502 Bad Gateway`,
+		"mcptest://readme?page=2", "/home/user/src/project",
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range strs {
+			r.Redact(s)
+		}
+	}
+}

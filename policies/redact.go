@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Replacement is the text that stands in for every redacted secret.
@@ -17,8 +17,8 @@ const Replacement = "[REDACTED]"
 
 // MinSecretLen is the shortest env var value redacted by value. Shorter
 // values ("1", "true", "dev") would redact ordinary text everywhere; the
-// key and value patterns still apply to them.
-const MinSecretLen = 6
+// key and value patterns still apply to them. It is [redact.MinValueLen].
+const MinSecretLen = redact.MinValueLen
 
 // RedactInput says which env vars hold secrets and how to read them.
 type RedactInput struct {
@@ -44,7 +44,7 @@ type RedactSpec struct {
 // Redactor replaces secrets in text. It is built once per policy load
 // from the redact decision and is safe for concurrent use.
 type Redactor struct {
-	values   *strings.Replacer // literal secret values, nil when none
+	values   *redact.Scrubber // secret env values in their encoded forms, nil when none
 	patterns []valuePattern
 	keyValue *regexp.Regexp // key: value and key=value pairs with a secret key
 	keyName  *regexp.Regexp // a secret key name, nil when there are no keys
@@ -129,31 +129,17 @@ func compileRedactor(spec RedactSpec, lookup func(string) (string, bool)) (*Reda
 		lookup = os.LookupEnv
 	}
 	r := &Redactor{}
-	var olds []string
+	// The values are removed in every form redact.Forms lists (JSON-
+	// escaped, URL-encoded, base64 at each alignment), the same removal
+	// the engine applies to errors and stderr tails.
+	var vals []string
 	for _, n := range spec.EnvNames {
-		v, ok := lookup(n)
-		if !ok || len(v) < MinSecretLen {
-			continue
-		}
-		olds = append(olds, v)
-		if b, err := json.Marshal(v); err == nil { // the value as it appears inside JSON strings
-			if q := string(b[1 : len(b)-1]); q != v {
-				olds = append(olds, q)
-			}
-		}
-		if q := url.QueryEscape(v); q != v {
-			olds = append(olds, q)
+		if v, ok := lookup(n); ok {
+			vals = append(vals, v)
 		}
 	}
-	if len(olds) > 0 {
-		// Longest first, so a value containing another is replaced whole.
-		slices.SortFunc(olds, func(a, b string) int { return len(b) - len(a) })
-		olds = slices.Compact(olds)
-		pairs := make([]string, 0, 2*len(olds))
-		for _, o := range olds {
-			pairs = append(pairs, o, Replacement)
-		}
-		r.values = strings.NewReplacer(pairs...)
+	if s := redact.NewScrubber(Replacement, vals...); s.Len() > 0 {
+		r.values = s
 	}
 	for _, p := range spec.Patterns {
 		re, err := regexp.Compile(p)
@@ -183,18 +169,18 @@ func compileRedactor(spec RedactSpec, lookup func(string) (string, bool)) (*Reda
 }
 
 // IsSecretKey reports whether values under a key of this name are secret,
-// for redacting structured data (maps, headers, env) by key.
+// for redacting structured data (maps, headers, env) by key: the names
+// [redact.IsSecretName] knows, and those the decision's keys match.
 func (r *Redactor) IsSecretKey(name string) bool {
-	return r.keyName != nil && r.keyName.MatchString(name)
+	return redact.IsSecretName(name) || r.keyName != nil && r.keyName.MatchString(name)
 }
 
 // Redact returns s with every secret replaced by Replacement: the values
-// of secret env vars, matches of the value patterns, and values that
-// follow a secret key ("token": "…", password=…).
+// of secret env vars (in the forms [redact.Forms] lists), matches of the
+// value patterns, and values that follow a secret key ("token": "…",
+// password=…).
 func (r *Redactor) Redact(s string) string {
-	if r.values != nil {
-		s = r.values.Replace(s)
-	}
+	s = r.values.Text(s)
 	var lower string
 	lowerOf := ""
 	lowerFn := func() string {

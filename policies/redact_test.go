@@ -2,6 +2,8 @@ package policies
 
 import (
 	"context"
+	"encoding/base64"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +70,13 @@ func TestRedactCanaries(t *testing.T) {
 	}
 	if !r.IsSecretKey("GITHUB_TOKEN") || !r.IsSecretKey("Authorization") || r.IsSecretKey("owner") {
 		t.Error("IsSecretKey misclassifies")
+	}
+	// The names package redact knows as secret (vet and config show go by
+	// them) are secret keys here too, beyond the decision's keys.
+	for _, k := range []string{"X-Auth", "SESSION", "STRIPE_KEY", "sig"} {
+		if !r.IsSecretKey(k) {
+			t.Errorf("IsSecretKey(%q) = false; redact.IsSecretName says it is secret", k)
+		}
 	}
 	if got := r.Redact(r.Redact(`"token": "x1"`)); got != `"token": "[REDACTED]"` {
 		t.Errorf("redaction is not idempotent: %s", got)
@@ -136,6 +145,44 @@ func TestPrefilterAgreesWithRegexp(t *testing.T) {
 					t.Errorf("%s on %q: %v, want %v", vp.re, s, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestRedactEncodedEnvValues checks that a secret env value is redacted
+// in the forms it takes inside an audit record's strings when something
+// carried it there encoded: a tool name or resource URI holding it
+// URL-encoded, an error or detail holding it base64-encoded on its own or
+// inside a longer encoded string (Basic credentials, a JSON document).
+func TestRedactEncodedEnvValues(t *testing.T) {
+	t.Parallel()
+	const v = "canary/ENC+6e1d 9a3f=c7&x"
+	p := mustLoad(t, nil)
+	r, err := p.Redactor(context.Background(), RedactInput{EnvNames: []string{"ENC_VALUE"},
+		LookupEnv: func(n string) (string, bool) { return v, n == "ENC_VALUE" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowerHex := strings.NewReplacer("%2F", "%2f", "%2B", "%2b", "%3D", "%3d")
+	b64 := func(e *base64.Encoding, s string) string { return e.EncodeToString([]byte(s)) }
+	doc := b64(base64.StdEncoding, `{"user":"bob","secret_value":"`+v+`","n":1}`)
+	tests := []struct{ in, secret string }{
+		{"mcptest://readme?q=" + url.QueryEscape(v), url.QueryEscape(v)},
+		{"mcptest://files/" + url.PathEscape(v) + "/x", url.PathEscape(v)},
+		{"mcptest://readme?q=" + lowerHex.Replace(url.QueryEscape(v)), lowerHex.Replace(url.QueryEscape(v))},
+		{"tool-" + b64(base64.StdEncoding, v), b64(base64.RawStdEncoding, v)},
+		{"tool-" + b64(base64.URLEncoding, v), b64(base64.RawURLEncoding, v)},
+		{"upstream said: " + b64(base64.RawStdEncoding, v) + " is wrong", b64(base64.RawStdEncoding, v)},
+		// Inside a longer encoding: the run of characters all of whose bits
+		// are v's (all but the up to two characters at either end).
+		{"payload " + doc, b64(base64.RawStdEncoding, `"secret_value":"`+v)[24:]},
+		{"x-creds: " + b64(base64.StdEncoding, "bob:"+v), b64(base64.RawStdEncoding, "bob:"+v)[8:30]},
+		{`{"detail":"` + strings.ReplaceAll(v, "&", `\u0026`) + `"}`, strings.ReplaceAll(v, "&", `\u0026`)},
+	}
+	for _, tt := range tests {
+		got := r.Redact(tt.in)
+		if strings.Contains(got, tt.secret) || strings.Contains(got, v) || !strings.Contains(got, Replacement) {
+			t.Errorf("Redact(%q) = %q: the encoded secret %q survived", tt.in, got, tt.secret)
 		}
 	}
 }

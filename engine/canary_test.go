@@ -248,6 +248,17 @@ func TestCanarySweep(t *testing.T) {
 	} {
 		checkResult("read of an encoded resource URI", gw(t, e, GatewayInput{Action: "read_resource", Server: "local", ResourceURI: uri}), "encoded")
 	}
+	// A literal credential of the config's (LIT_TOKEN) that a request
+	// carries, plain and base64-encoded: no env name leads the redact
+	// decision to it, so the audit log's redactor must learn it from the
+	// config.
+	lit := canaries["config lit"]
+	for _, uri := range []string{
+		"mcptest://readme?q=" + lit,
+		"mcptest://files/" + base64.URLEncoding.EncodeToString([]byte(lit)),
+	} {
+		checkResult("read of a resource URI with a literal secret", gw(t, e, GatewayInput{Action: "read_resource", Server: "local", ResourceURI: uri}), "config lit")
+	}
 	checkResult("status", gw(t, e, GatewayInput{Action: "status"}))
 	checkResult("list_servers", gw(t, e, GatewayInput{Action: "list_servers"}))
 	checkResult("search", gw(t, e, GatewayInput{Action: "search", Query: "echo text"}))

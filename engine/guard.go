@@ -13,6 +13,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -215,7 +216,8 @@ func (g *guard) redactor() *policies.Redactor {
 		}
 	}
 	slices.Sort(names)
-	red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup})
+	red, err := g.policies().Redactor(context.Background(), policies.RedactInput{EnvNames: slices.Compact(names), LookupEnv: g.e.lookup,
+		Values: literalSecrets(g.cfg.Servers)})
 	if err == nil {
 		g.red.Store(red)
 		return red
@@ -225,6 +227,33 @@ func (g *guard) redactor() *policies.Redactor {
 	}
 	g.redFallback, g.redRetry = red, time.Now().Add(redactRetry)
 	return red
+}
+
+// literalSecrets are the credentials the servers' definitions hold as
+// literals, which no env name leads the redact decision to: env and
+// header values lint calls secret, credentials in the arguments, and an
+// auth token or client secret written out. The engine's scrubber removes
+// them from errors; the audit log's redactor must know them too.
+func literalSecrets(servers []cue.Server) []string {
+	var out []string
+	for _, s := range servers {
+		for _, m := range []map[string]string{s.Env, s.Headers} {
+			for name, v := range m {
+				if !cue.HasEnvRef(v) && redact.IsLiteralSecret(name, v) {
+					out = append(out, v)
+				}
+			}
+		}
+		out = append(out, redact.ArgSecrets(s.Args)...)
+		if a := s.Auth; a != nil {
+			for _, v := range []string{a.Token, a.ClientSecret} {
+				if v != "" && !cue.HasEnvRef(v) {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // redactRetry is how long a redact decision that failed is stood in for

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/voltmcp/voltmcp/redact"
@@ -27,6 +28,10 @@ type RedactInput struct {
 	EnvNames []string
 	// LookupEnv reads an env var. Nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Values are secret values the caller knows of apart from the
+	// environment, such as literal credentials a config holds; they are
+	// removed in every encoded form, whatever the decision says.
+	Values []string
 }
 
 // RedactSpec is the voltmcp.redact decision: what is secret.
@@ -71,13 +76,13 @@ func (p *Policies) Redactor(ctx context.Context, in RedactInput) (*Redactor, err
 	}
 	spec, err := p.redactSpec(ctx, input)
 	if err == nil {
-		r, cerr := compileRedactor(spec, in.LookupEnv)
+		r, cerr := compileRedactor(spec, in.LookupEnv, in.Values)
 		if cerr == nil {
 			return r, nil
 		}
 		err = cerr
 	}
-	r, ferr := compileRedactor(p.fallbackSpec(ctx, input), in.LookupEnv)
+	r, ferr := compileRedactor(p.fallbackSpec(ctx, input), in.LookupEnv, in.Values)
 	if ferr != nil {
 		return nil, errors.Join(err, ferr)
 	}
@@ -123,8 +128,9 @@ func decodeRedact(v any) (RedactSpec, error) {
 	return s, nil
 }
 
-// compileRedactor builds a Redactor from a spec and the env values.
-func compileRedactor(spec RedactSpec, lookup func(string) (string, bool)) (*Redactor, error) {
+// compileRedactor builds a Redactor from a spec, the env values and the
+// other secret values the caller knows of.
+func compileRedactor(spec RedactSpec, lookup func(string) (string, bool), known []string) (*Redactor, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -132,7 +138,7 @@ func compileRedactor(spec RedactSpec, lookup func(string) (string, bool)) (*Reda
 	// The values are removed in every form redact.Forms lists (JSON-
 	// escaped, URL-encoded, base64 at each alignment), the same removal
 	// the engine applies to errors and stderr tails.
-	var vals []string
+	vals := slices.Clone(known)
 	for _, n := range spec.EnvNames {
 		if v, ok := lookup(n); ok {
 			vals = append(vals, v)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // canaries are secret values that must never survive redaction.
@@ -183,6 +185,31 @@ func TestRedactEncodedEnvValues(t *testing.T) {
 		got := r.Redact(tt.in)
 		if strings.Contains(got, tt.secret) || strings.Contains(got, v) || !strings.Contains(got, Replacement) {
 			t.Errorf("Redact(%q) = %q: the encoded secret %q survived", tt.in, got, tt.secret)
+		}
+	}
+}
+
+// TestDefaultPatternsKnowEveryTokenFormat checks the default redact
+// decision against package redact's list of credential formats, the one
+// vet and config show go by: a token of each format in free text is
+// redacted from audit records too.
+func TestDefaultPatternsKnowEveryTokenFormat(t *testing.T) {
+	t.Parallel()
+	p := mustLoad(t, nil)
+	r, err := p.Redactor(context.Background(), RedactInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("0123456789", 7)
+	for _, prefix := range redact.TokenPrefixes() {
+		token := prefix + body
+		if strings.HasPrefix(prefix, "-----BEGIN") {
+			token = "-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----"
+		}
+		// Fixed-length formats (AKIA and 16 characters) leave the rest of
+		// the long body: the token's start must be gone.
+		if got := r.Redact("the server said " + token + " and more"); !strings.Contains(got, Replacement) || strings.Contains(got, token[:len(prefix)+8]) {
+			t.Errorf("a %q token survived the default redact decision: %q", prefix, got)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -25,6 +26,12 @@ var tokenPrefixes = []string{
 	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xapp-", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "pypi-", "hf_", "dop_v1_",
 	"-----BEGIN",
 }
+
+// TokenPrefixes returns the prefixes of the well-known credential formats
+// [LooksSecret] recognizes, such as "ghp_" and "AKIA", so that another
+// list of secret formats (the redact policy's patterns) can be checked
+// against it.
+func TokenPrefixes() []string { return slices.Clone(tokenPrefixes) }
 
 // jwtRE matches the start of a JSON Web Token.
 var jwtRE = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.`)

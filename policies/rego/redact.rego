@@ -53,6 +53,15 @@ secret_pattern contains p if some p in [
 	`rk_(?:live|test)_[A-Za-z0-9]{16,}`,
 	# Google API keys.
 	`AIza[0-9A-Za-z_-]{35}`,
+	# Google OAuth access tokens.
+	`ya29\.[0-9A-Za-z_-]{20,}`,
+	# GitLab, npm, PyPI, Hugging Face, DigitalOcean and Slack app tokens.
+	`glpat-[0-9A-Za-z_-]{20,}`,
+	`npm_[0-9A-Za-z]{36}`,
+	`pypi-[0-9A-Za-z_-]{50,}`,
+	`hf_[0-9A-Za-z]{30,}`,
+	`dop_v1_[0-9a-f]{64}`,
+	`xapp-[0-9A-Za-z-]{20,}`,
 	# JSON Web Tokens.
 	`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`,
 	# PEM private keys.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -184,6 +185,11 @@ func boundJSON(raw []byte, l Limits, r *Report, schema bool) (json.RawMessage, e
 			}
 			out = appendQuoted(out, stripHidden(v, r))
 		case json.Number:
+			// A number no float64 holds is valid JSON that encoding/json
+			// (and the agent's parser, as Infinity) cannot take back.
+			if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+				return nil, fmt.Errorf("not valid JSON: a number out of range (%d digits)", len(v))
+			}
 			if !skip {
 				out = append(out, v...)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -212,31 +213,18 @@ func waitGone(t *testing.T, pids ...int) {
 // for engines' reapers (reaper_linux.go), which live as long as their
 // engine.
 func children() []int {
-	entries, _ := os.ReadDir("/proc")
 	var out []int
 	me := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for pid, ppid := range mcptest.Parents() {
+		if ppid != me {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(cmdline), "voltmcp-reaper\x00") {
 			continue
 		}
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+2:])
-		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(me) {
-			if cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.HasPrefix(string(cmdline), "voltmcp-reaper\x00") {
-				continue
-			}
-			out = append(out, pid)
-		}
+		out = append(out, pid)
 	}
+	slices.Sort(out)
 	return out
 }
 

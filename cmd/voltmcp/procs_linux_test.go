@@ -91,25 +91,8 @@ func TestKill9OfServeLeavesNoDescendants(t *testing.T) {
 // below lists the live processes under pid, by parent.
 func below(pid int) []int {
 	kids := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		if f := strings.Fields(s[i+2:]); len(f) > 1 && f[0] != "Z" {
-			ppid, _ := strconv.Atoi(f[1])
-			kids[ppid] = append(kids[ppid], p)
-		}
+	for p, ppid := range mcptest.Parents() {
+		kids[ppid] = append(kids[ppid], p)
 	}
 	var out []int
 	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {

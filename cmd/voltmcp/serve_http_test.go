@@ -20,7 +20,15 @@ import (
 // names on stderr, or, when it exits first, its stderr.
 func startServeHTTP(t *testing.T, home, project string, extra ...string) (url, tokenFile, stderr string) {
 	t.Helper()
-	args := append([]string{"serve", "--home", home, "--project", project, "--approve", "--http", "127.0.0.1:0"}, extra...)
+	return startServe(t, home, project, append([]string{"--http", "127.0.0.1:0"}, extra...)...)
+}
+
+// startServe runs `voltmcp serve` with flags as its own process, stopped
+// when the test ends, and returns the URL (for --http) and the token file
+// it names on stderr, or, when it exits first, its stderr.
+func startServe(t *testing.T, home, project string, flags ...string) (url, tokenFile, stderr string) {
+	t.Helper()
+	args := append([]string{"serve", "--home", home, "--project", project, "--approve"}, flags...)
 	cmd := cliCommand(args...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

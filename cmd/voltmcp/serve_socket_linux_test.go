@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,29 +33,10 @@ func TestServeSocketRefusesAnotherUser(t *testing.T) {
 	home, project := t.TempDir(), benchProject(t)
 	base := t.TempDir()
 	sock := filepath.Join(base, "run", "voltmcp.sock")
-	cmd := cliCommand("serve", "--home", home, "--project", project, "--approve", "--socket", sock)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	var tokenFile string
-	sc := bufio.NewScanner(pipe)
-	for tokenFile == "" && sc.Scan() {
-		if i := strings.Index(sc.Text(), "with the token in "); i >= 0 {
-			tokenFile = sc.Text()[i+len("with the token in "):]
-		}
-	}
+	_, tokenFile, stderr := startServe(t, home, project, "--socket", sock)
 	if tokenFile == "" {
-		t.Fatal("serve --socket did not start")
+		t.Fatalf("serve --socket did not start:\n%s", stderr)
 	}
-	go func() { _, _ = io.Copy(io.Discard, pipe) }()
 	b, err := os.ReadFile(tokenFile)
 	if err != nil {
 		t.Fatal(err)

@@ -3,15 +3,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,31 +45,10 @@ func (h headerTransportOver) RoundTrip(r *http.Request) (*http.Response, error) 
 func TestServeSocketServesOnlyTheOwner(t *testing.T) {
 	home, project := t.TempDir(), benchProject(t)
 	sock := filepath.Join(t.TempDir(), "run", "voltmcp.sock")
-	cmd := cliCommand("serve", "--home", home, "--project", project, "--approve", "--socket", sock)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	var stderr strings.Builder
-	var tokenFile string
-	sc := bufio.NewScanner(pipe)
-	for tokenFile == "" && sc.Scan() {
-		stderr.WriteString(sc.Text() + "\n")
-		if i := strings.Index(sc.Text(), "with the token in "); i >= 0 {
-			tokenFile = sc.Text()[i+len("with the token in "):]
-		}
-	}
+	_, tokenFile, stderr := startServe(t, home, project, "--socket", sock)
 	if tokenFile == "" {
-		t.Fatalf("serve --socket did not start:\n%s", stderr.String())
+		t.Fatalf("serve --socket did not start:\n%s", stderr)
 	}
-	go func() { _, _ = io.Copy(io.Discard, pipe) }()
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket: %v %v", fi, err)
 	}

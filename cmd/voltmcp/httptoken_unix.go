@@ -3,42 +3,31 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // oNoFollow makes an open fail on a symlink.
 const oNoFollow = syscall.O_NOFOLLOW
 
-// openPrivateFile opens path for reading without following a symlink or
-// blocking on a FIFO, and refuses anything but a regular file owned by
-// this user and readable by no one else.
+// openPrivateFile opens path for reading as package safefile does
+// (without following a symlink or blocking on a FIFO, a regular file
+// readable by no one else), and refuses a file owned by another user.
 func openPrivateFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if pe, ok := err.(*os.PathError); ok && pe.Err == syscall.ELOOP {
-			return nil, fmt.Errorf("is a symlink; refusing it")
-		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+	f, info, err := safefile.Open(path, &safefile.ReadOptions{NoFollow: true, Private: true, MaxSize: -1})
 	switch {
-	case !fi.Mode().IsRegular():
-		err = fmt.Errorf("is not a regular file (%s); refusing it", fi.Mode().Type())
-	case st != nil && int(st.Uid) != os.Getuid():
-		err = fmt.Errorf("is owned by uid %d, not by this user (uid %d); refusing it", st.Uid, os.Getuid())
-	case fi.Mode().Perm()&0o077 != 0:
-		err = fmt.Errorf("has mode %04o: others may have read the token; delete it to make a new one", fi.Mode().Perm())
+	case errors.Is(err, safefile.ErrNotPrivate):
+		return nil, fmt.Errorf("%s: others may have read the token; delete it to make a new one", safefile.Pathless(err))
+	case err != nil:
+		return nil, safefile.Pathless(err)
 	}
-	if err != nil {
+	if st, _ := info.Sys().(*syscall.Stat_t); st != nil && int(st.Uid) != os.Getuid() {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("is owned by uid %d, not by this user (uid %d); refusing it", st.Uid, os.Getuid())
 	}
 	return f, nil
 }

@@ -324,7 +324,7 @@ func BenchmarkCacheLoad(b *testing.B) {
 	opts := benchWorkspace(b, servers)
 	// One engine to get the effective config: the same cue.Server values
 	// New builds, so configHash matches.
-	probe, err := New(context.Background(), opts)
+	probe, err := New(context.Background(), &opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func BenchmarkCacheLoad(b *testing.B) {
 		}
 	}
 	newClose := func(b *testing.B, opts Options, want int) {
-		e, err := New(context.Background(), opts)
+		e, err := New(context.Background(), &opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -358,7 +358,7 @@ func BenchmarkCacheLoad(b *testing.B) {
 		e.Close()
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := New(context.Background(), opts)
+			e, err := New(context.Background(), &opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -88,7 +88,7 @@ func TestEnvironThiefHelper(t *testing.T) {
 	switch os.Getenv(envRoleVar) {
 	case "gateway":
 		home := os.Getenv("HOME")
-		e, err := New(context.Background(), Options{Home: home, Project: home, Passive: true, DisableAudit: true})
+		e, err := New(context.Background(), &Options{Home: home, Project: home, Passive: true, DisableAudit: true})
 		if err != nil {
 			t.Fatal(err)
 		}

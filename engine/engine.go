@@ -183,8 +183,16 @@ type Engine struct {
 // keep-alive servers in the background. No lazy server starts. The error
 // is for a failure to set up; problems in config files are in
 // Diagnostics. Close the Engine when done, even if New failed part way:
-// New closes what it started before returning an error.
-func New(ctx context.Context, opts Options) (*Engine, error) {
+// New closes what it started before returning an error. A nil opts is
+// the zero Options; New keeps its own copy, so opts may be reused.
+func New(ctx context.Context, opts *Options) (*Engine, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	return newEngine(ctx, *opts)
+}
+
+func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if !opts.KeepDumpable {
 		// Before any server starts: a child could read the environ of a
 		// dumpable parent from its first instruction.

@@ -116,7 +116,7 @@ func workspace(t testing.TB, servers map[string]server, settings map[string]any)
 // start builds an engine and closes it when the test ends.
 func start(t testing.TB, opts Options) *Engine {
 	t.Helper()
-	e, err := New(context.Background(), opts)
+	e, err := New(context.Background(), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

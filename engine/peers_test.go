@@ -58,7 +58,7 @@ func httpServer(url, transport string) server {
 // then checks that no child process is left.
 func startWithPeers(t *testing.T, opts Options, peers ...*npmpeers.Server) *Engine {
 	t.Helper()
-	e, err := New(ctxT(t, 10*time.Second), opts)
+	e, err := New(ctxT(t, 10*time.Second), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func BenchmarkServeColdStart(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
-		e, err := New(ctx, opts)
+		e, err := New(ctx, &opts)
 		if err != nil {
 			b.Fatal(err)
 		}

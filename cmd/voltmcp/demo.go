@@ -136,7 +136,7 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 	}
 	fmt.Fprintf(w, "Workspace: %s, a temporary home, project and state directory\n(removed at the end; --keep keeps it). Its project config defines three servers:\nnotes, clock, and files (a read-only view of examples/).\n", tmp)
 
-	eng, err := engine.New(ctx, engine.Options{
+	eng, err := engine.New(ctx, &engine.Options{
 		Home: home, Project: project, AgentDir: agent, Approve: true, Surface: cue.SurfaceInteractive,
 		PluginCacheDir: filepath.Join(agent, "wasm-cache"),
 		LookupEnv: func(k string) (string, bool) {

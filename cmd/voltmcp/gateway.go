@@ -199,7 +199,7 @@ Examples:
 		// to stderr, which an agent keeps as the server's log.
 		stderr := &lockedWriter{w: e.stderr}
 		e.stderr = stderr
-		eng, err := engine.New(ctx, engine.Options{
+		eng, err := engine.New(ctx, &engine.Options{
 			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
 			LookupEnv: os.LookupEnv,

@@ -19,7 +19,7 @@ import (
 // openEngine builds a passive Engine for one CLI command: it loads the
 // config and the metadata cache but starts no server by itself.
 func openEngine(ctx context.Context, e *env) (*engine.Engine, error) {
-	eng, err := engine.New(ctx, engine.Options{
+	eng, err := engine.New(ctx, &engine.Options{
 		Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 		Surface: cue.SurfaceInteractive, Approve: e.g.approve, NoApprove: e.g.noApprove,
 		LookupEnv: func(k string) (string, bool) {

@@ -203,7 +203,7 @@ func run(ctx context.Context, url, scenario string) error {
 		MetadataRefreshMs:  int64(time.Hour / time.Millisecond),
 		Auth:               oauthConfig(sc, issuer),
 	}}}
-	e, err := engine.New(ctx, engine.Options{
+	e, err := engine.New(ctx, &engine.Options{
 		Config:   cfg,
 		AgentDir: agentDir,
 		Project:  agentDir,

@@ -31,6 +31,10 @@ var (
 	wasmPkg    = mod("wasm/...")
 	engine     = mod("engine/...")
 	cli        = mod("cmd/voltmcp/...")
+	engineRoot = mod("engine")
+	engineIntl = mod("engine/internal/...")
+	auditPkg   = mod("engine/audit")
+	pollioPkg  = mod("engine/pollio")
 	redactPkg  = mod("redact")
 	sanitize   = mod("sanitize")
 	safefile   = mod("safefile")
@@ -54,7 +58,7 @@ var allowedThirdParty = []string{
 	"go.uber.org/goleak", // goroutine leak checks in tests (engine)
 }
 
-// importRule is one rule of ARCHITECTURE.md ("Layout" and the import
+// importRule is one rule of docs/architecture.md ("Import rules" and the import
 // direction diagram). A package matching from (and not except) must not
 // import anything matching deny; when only is set, every import outside
 // the standard library must match one of its patterns.
@@ -85,6 +89,10 @@ var importRules = []importRule{
 	{rule: "wasm never imports engine, cue or policies", from: []string{wasmPkg}, deny: []string{engine, cuePkg, policies}, tests: true},
 	{rule: "only engine, internal/ test helpers and examples/ import the MCP go-sdk", from: []string{thisModule}, except: []string{engine, mod("internal/..."), mod("examples/...")}, deny: []string{mcpSDK}},
 	{rule: "cmd/voltmcp imports only the library packages, spf13/pflag and the standard library", from: []string{cli}, only: append([]string{cli, pflag}, libraries...)},
+	{rule: "nothing under engine/internal imports engine, engine/audit, engine/pollio, cue, policies or wasm: the engine's parts import only the standard library, the MCP go-sdk, redact, sanitize, safefile and each other", from: []string{engineIntl},
+		only: []string{engineIntl, mcpSDK, "golang.org/x/...", redactPkg, sanitize, safefile}, tests: true,
+		hint: "a part of the engine takes what it needs as plain values and functions from its caller; what needs the Engine stays in package engine"},
+	{rule: "engine/audit and engine/pollio never import engine", from: []string{auditPkg, pollioPkg}, deny: []string{engineRoot}, tests: true},
 	{rule: "no library package imports cmd/", from: libraries, deny: []string{mod("cmd/...")}, tests: true},
 	{rule: "internal/ holds test-only helpers and examples/ examples: library and CLI code never imports them", from: append([]string{mod("cmd/...")}, libraries...), deny: []string{mod("internal/..."), mod("examples/...")}},
 	{
@@ -113,7 +121,7 @@ func (v violation) String() string {
 	if v.kind != "" {
 		who += " (" + v.kind + " files)"
 	}
-	s := fmt.Sprintf("%s imports %s, which breaks the rule %q (ARCHITECTURE.md)", who, v.imp, v.rule.rule)
+	s := fmt.Sprintf("%s imports %s, which breaks the rule %q (docs/architecture.md)", who, v.imp, v.rule.rule)
 	if v.rule.hint != "" {
 		s += ": " + v.rule.hint
 	}
@@ -295,8 +303,14 @@ func TestImportRulesCatchViolations(t *testing.T) {
 			[]string{"wasm never imports"}},
 		{"wasm imports OPA", goPackage{ImportPath: mod("wasm"), Imports: []string{"github.com/open-policy-agent/opa/v1/rego"}},
 			[]string{"wasm imports only"}},
-		{"engine imports everything it may", goPackage{ImportPath: mod("engine/internal/supervisor"), Imports: []string{mod("cue"), mod("policies"), mod("wasm"), "github.com/modelcontextprotocol/go-sdk/mcp"}},
+		{"engine imports everything it may", goPackage{ImportPath: mod("engine"), Imports: []string{mod("cue"), mod("policies"), mod("wasm"), "github.com/modelcontextprotocol/go-sdk/mcp"}},
 			nil},
+		{"an engine part imports the engine", goPackage{ImportPath: mod("engine/internal/search"), TestImports: []string{mod("engine")}},
+			[]string{"nothing under engine/internal imports engine"}},
+		{"an engine part imports cue", goPackage{ImportPath: mod("engine/internal/transport"), Imports: []string{mod("cue"), "github.com/modelcontextprotocol/go-sdk/jsonrpc", mod("engine/internal/line"), mod("sanitize")}},
+			[]string{"nothing under engine/internal imports engine"}},
+		{"the audit log imports the engine", goPackage{ImportPath: mod("engine/audit"), Imports: []string{mod("engine/internal/jsonwire")}, XTestImports: []string{mod("engine")}},
+			[]string{"engine/audit and engine/pollio never import engine"}},
 		{"engine imports the CLI", goPackage{ImportPath: mod("engine"), Imports: []string{mod("cmd/voltmcp")}},
 			[]string{"no library package imports cmd/"}},
 		{"engine imports a test helper", goPackage{ImportPath: mod("engine"), Imports: []string{mod("internal/fakeserver")}, TestImports: []string{mod("internal/fakeserver")}},

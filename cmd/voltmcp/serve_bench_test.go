@@ -33,6 +33,9 @@ func runIfCLIChild() {
 	if os.Getenv(relayChildEnv) == "1" {
 		os.Exit(relay(os.Args[1], os.Args[2:]))
 	}
+	if upstream := os.Getenv(passthroughChildEnv); upstream != "" {
+		os.Exit(runPassthrough(upstream))
+	}
 	if os.Getenv(cliChildEnv) != "1" {
 		return
 	}

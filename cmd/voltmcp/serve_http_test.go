@@ -26,7 +26,7 @@ func startServeHTTP(t *testing.T, home, project string, extra ...string) (url, t
 // startServe runs `voltmcp serve` with flags as its own process, stopped
 // when the test ends, and returns the URL (for --http) and the token file
 // it names on stderr, or, when it exits first, its stderr.
-func startServe(t *testing.T, home, project string, flags ...string) (url, tokenFile, stderr string) {
+func startServe(t testing.TB, home, project string, flags ...string) (url, tokenFile, stderr string) {
 	t.Helper()
 	args := append([]string{"serve", "--home", home, "--project", project, "--approve"}, flags...)
 	cmd := cliCommand(args...)

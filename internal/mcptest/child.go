@@ -159,6 +159,13 @@ func runChild(mode string) int {
 		}
 	}
 
+	if os.Getenv(EnvListen) == "http" {
+		if err := serveHTTPChild(newServer(mode, cfg), in, out); err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest:", err)
+			return 1
+		}
+		return 0
+	}
 	err := newServer(mode, cfg).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out})
 	if mode == ModeIgnoreSIGTERM {
 		sleepForever()

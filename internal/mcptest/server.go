@@ -42,6 +42,11 @@ const (
 	// EnvPIDFile names the file the modes grandchild and ignore-sigterm
 	// write a PID to.
 	EnvPIDFile = "VOLTMCP_TESTSERVER_PIDFILE"
+	// EnvListen, set to "http", makes an SDK-based server serve
+	// Streamable HTTP on 127.0.0.1 instead of stdio: it writes its URL
+	// as one line to stdout and serves until its stdin closes
+	// (StartHTTP).
+	EnvListen = "VOLTMCP_TESTSERVER_LISTEN"
 )
 
 // PageSize is the page size of list results when a server has extra tools.

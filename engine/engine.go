@@ -28,6 +28,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/search"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -141,7 +142,7 @@ type Engine struct {
 	schema    *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
-	ix      *searchIndex
+	ix      *search.Index
 	ixTools map[string]Tool
 	ixKey   string
 

@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/search"
 )
 
@@ -402,11 +402,7 @@ func summary(desc string) string {
 	if len(desc) <= maxSummary {
 		return desc
 	}
-	cut := maxSummary
-	for cut > 0 && !utf8.RuneStart(desc[cut]) {
-		cut--
-	}
-	return strings.TrimSpace(desc[:cut]) + "…"
+	return strings.TrimSpace(output.ClipUTF8(desc, maxSummary)) + "…"
 }
 
 // index returns the search index over every exposed tool of every

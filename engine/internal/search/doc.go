@@ -12,7 +12,7 @@
 //
 // An index is rebuilt whole whenever the tools change
 // (BenchmarkBuildIndex), and a search reads only the postings of the
-// query's terms (BenchmarkSearch); search_eval_test.go measures the
+// query's terms (BenchmarkSearch); eval_test.go measures the
 // retrieval quality the ranking is tuned on. docs/benchmarks.md has the
 // figures.
 //

@@ -28,6 +28,8 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
+	"github.com/voltmcp/voltmcp/engine/internal/search"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -141,12 +143,12 @@ type Engine struct {
 	schema    *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
-	ix      *searchIndex
+	ix      *search.Index
 	ixTools map[string]Tool
 	ixKey   string
 
 	outOnce sync.Once
-	out     *outputStore
+	out     *output.Store
 
 	pins pinBook // tool pins under <AgentDir>/mcp/pins (pins.go)
 
@@ -326,12 +328,12 @@ func (e *Engine) Close() error {
 }
 
 // outputs returns the sidecar store, made on first use.
-func (e *Engine) outputs() *outputStore {
+func (e *Engine) outputs() *output.Store {
 	e.outOnce.Do(func() {
 		set := e.Config().Settings
-		e.out = newOutputStore(filepath.Join(e.opts.AgentDir, "mcp", "outputs"), e.workspace(),
-			ms(set.OutputCacheTtlMs), set.OutputCacheMaxBytes, time.Now)
-		e.out.sweep()
+		e.out = output.NewStore(filepath.Join(e.opts.AgentDir, "mcp", "outputs"), e.workspace(),
+			&output.StoreOptions{TTL: ms(set.OutputCacheTtlMs), MaxBytes: set.OutputCacheMaxBytes, Now: time.Now})
+		e.out.Sweep()
 	})
 	return e.out
 }

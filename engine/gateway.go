@@ -9,9 +9,10 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
+	"github.com/voltmcp/voltmcp/engine/internal/search"
 )
 
 // GatewayToolName is the name of the one tool voltmcp exposes.
@@ -280,7 +281,7 @@ func (e *Engine) Search(ctx context.Context, query, server string, limit int) ([
 	// The index leaves out what the include and exclude globs hide; the
 	// whole decision, which may hide more, is made for the hits, so ask
 	// for more than needed.
-	for _, h := range ix.search(query, server, min(limit*3, maxMatches*3)) {
+	for _, h := range ix.Search(query, server, min(limit*3, maxMatches*3)) {
 		if len(out) == limit {
 			break
 		}
@@ -401,16 +402,12 @@ func summary(desc string) string {
 	if len(desc) <= maxSummary {
 		return desc
 	}
-	cut := maxSummary
-	for cut > 0 && !utf8.RuneStart(desc[cut]) {
-		cut--
-	}
-	return strings.TrimSpace(desc[:cut]) + "…"
+	return strings.TrimSpace(output.ClipUTF8(desc, maxSummary)) + "…"
 }
 
 // index returns the search index over every exposed tool of every
 // enabled server, rebuilt when any server's metadata changed.
-func (e *Engine) index(ctx context.Context) (*searchIndex, map[string]Tool) {
+func (e *Engine) index(ctx context.Context) (*search.Index, map[string]Tool) {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
@@ -439,18 +436,19 @@ func (e *Engine) index(ctx context.Context) (*searchIndex, map[string]Tool) {
 	if e.ix != nil && e.ixKey == key.String() {
 		return e.ix, e.ixTools
 	}
-	var docs []searchDoc
+	var docs []search.Doc
 	tools := map[string]Tool{}
 	for _, en := range entries {
 		for _, t := range en.meta.Tools {
 			if !e.decide(e.exposureInput(ctx, en.s, t)).Exposed {
 				continue
 			}
-			docs = append(docs, searchDoc{Server: en.s.cfg.ID, ServerTitle: en.s.cfg.Title, Tool: t})
+			docs = append(docs, search.Doc{Server: en.s.cfg.ID, ServerTitle: en.s.cfg.Title, Name: t.Name, Title: t.Title,
+				Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
 			tools[en.s.cfg.ID+"\x00"+t.Name] = t
 		}
 	}
-	e.ix, e.ixTools, e.ixKey = newSearchIndex(docs), tools, key.String()
+	e.ix, e.ixTools, e.ixKey = search.Build(docs), tools, key.String()
 	return e.ix, e.ixTools
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -121,7 +122,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		var resultNote string
 		if l := s.lim; l.MaxResultBytes > 0 && int64(len(text)) > l.MaxResultBytes {
 			resultNote = fmt.Sprintf("the result was %d bytes; only the first %d (limits.maxResultBytes) were kept", len(text), l.MaxResultBytes)
-			text = text[:cutPoint(text, int(l.MaxResultBytes))]
+			text = text[:output.CutPoint(text, int(l.MaxResultBytes))]
 		}
 		var sh shaped
 		// Shaping may wait (plugins, the sidecar): it lets this
@@ -135,7 +136,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 			out.Notes = append(out.Notes, auditFailingNote)
 		}
 		if out.Truncation == nil && res.StructuredContent != nil && !sh.changed {
-			if structuredClean(res.StructuredContent) {
+			if output.StructuredClean(res.StructuredContent) {
 				out.Structured = res.StructuredContent
 			} else {
 				out.Notes = append(out.Notes, "structured content left out: it held control, escape or invisible characters (the text content is shown cleaned)")
@@ -223,12 +224,12 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 	set := e.Config().Settings
 	maxBytes, maxLines := int(set.MaxOutputBytes), int(set.MaxOutputLines)
 	var sh shaped
-	clean, removed := cleanOutput(text)
+	clean, removed := output.Clean(text)
 	if removed > 0 {
 		sh.changed = true
 		sh.notes = append(sh.notes, fmt.Sprintf("removed %d control, escape or invisible characters", removed))
 	}
-	c := capOutput(clean, maxBytes, maxLines)
+	c := output.Cap(clean, maxBytes, maxLines)
 	inline := c.Text
 	if g := e.guard.Load(); g != nil && (c.Truncated || len(set.Plugins.Shapers) > 0) && (set.Plugins.Builtin || len(set.Plugins.Shapers) > 0) {
 		yieldReader(ctx) // a plugin may run up to its timeout
@@ -243,7 +244,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 				}
 			}
 			// The native cap holds whatever the shapers returned.
-			inline = capOutput(strings.Join(parts, "\n"), maxBytes, maxLines).Text
+			inline = output.Cap(strings.Join(parts, "\n"), maxBytes, maxLines).Text
 			if inline != c.Text {
 				sh.changed = true
 			}
@@ -253,9 +254,9 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 	if !c.Truncated {
 		return inline, nil, nil, sh
 	}
-	tr := &Truncation{Truncated: true, ReturnedBytes: len(inline), TotalBytes: c.TotalBytes, ReturnedLines: countLines(inline), TotalLines: c.TotalLines}
+	tr := &Truncation{Truncated: true, ReturnedBytes: len(inline), TotalBytes: c.TotalBytes, ReturnedLines: output.CountLines(inline), TotalLines: c.TotalLines}
 	yieldReader(ctx) // the sidecar waits for the disk
-	id, err := e.outputs().put(s.cfg.ID, tool, []byte(clean))
+	id, err := e.outputs().Put(s.cfg.ID, tool, []byte(clean))
 	if err != nil {
 		e.log.Warn("output sidecar", "err", err)
 		return inline, tr, nil, sh
@@ -506,7 +507,7 @@ func (e *Engine) gwReadCache(in GatewayInput) GatewayResult {
 	}
 	set := e.Config().Settings
 	limit := set.MaxOutputBytes
-	r, err := e.outputs().read(in.CacheID, readRequest{Offset: in.Offset, Limit: limit, StartLine: in.StartLine, EndLine: in.EndLine, Pattern: in.Pattern})
+	r, err := e.outputs().Read(in.CacheID, output.ReadRequest{Offset: in.Offset, Limit: limit, StartLine: in.StartLine, EndLine: in.EndLine, Pattern: in.Pattern})
 	if err != nil {
 		return gwError("read_cache: %v", err)
 	}

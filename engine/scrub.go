@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/redact"
 )
 
@@ -89,7 +90,7 @@ func (s *scrubber) text(t string) string {
 }
 
 // err returns err with its text cleaned (an upstream server's error
-// message is untrusted text: see cleanText) and scrubbed, in that order,
+// message is untrusted text: see [output.CleanText]) and scrubbed, in that order,
 // so that an escape sequence inside a secret cannot hide it from the
 // scrubber. The result answers errors.Is for the original chain
 // (context.DeadlineExceeded stays recognizable) but does not unwrap: a
@@ -98,7 +99,7 @@ func (s *scrubber) err(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &scrubbedError{msg: s.text(cleanText(err.Error(), 0)), cause: err}
+	return &scrubbedError{msg: s.text(output.CleanText(err.Error(), 0)), cause: err}
 }
 
 type scrubbedError struct {

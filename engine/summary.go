@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 	"time"
+
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 )
 
 // ServerSummary is what every surface shows of a server. It carries no
@@ -138,7 +140,7 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		}
 		// Cleaned, then scrubbed: an escape inside a secret must not
 		// hide it from the scrubber.
-		clean, _ := cleanOutput(string(tail))
+		clean, _ := output.Clean(string(tail))
 		sum.Stderr = s.scrub.text(clean)
 	}
 	active := s.status == StatusReady || s.status == StatusConnected || s.status == StatusDiscovering

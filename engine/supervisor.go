@@ -17,6 +17,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/redact"
 )
 
@@ -470,11 +471,11 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		caps = init.Capabilities
 		// What the server says of itself is untrusted text like its
 		// tools' metadata: cleaned, and capped like a title.
-		m.ProtocolVersion = cleanText(init.ProtocolVersion, serverInfoMaxChars)
+		m.ProtocolVersion = output.CleanText(init.ProtocolVersion, serverInfoMaxChars)
 		if init.ServerInfo != nil {
-			m.Name = cleanText(init.ServerInfo.Name, serverInfoMaxChars)
-			m.Title = cleanText(init.ServerInfo.Title, l.MaxTitleChars)
-			m.Version = cleanText(init.ServerInfo.Version, serverInfoMaxChars)
+			m.Name = output.CleanText(init.ServerInfo.Name, serverInfoMaxChars)
+			m.Title = output.CleanText(init.ServerInfo.Title, l.MaxTitleChars)
+			m.Version = output.CleanText(init.ServerInfo.Version, serverInfoMaxChars)
 		}
 		m.Capabilities, _ = json.Marshal(caps)
 	}
@@ -894,7 +895,7 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 		msg = msg[:maxProgressMessage]
 	}
 	s.e.bus.publish(Event{Type: EventCallUpdate, Server: s.cfg.ID, Tool: tool, CallID: id, CallStatus: "running",
-		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(cleanText(msg, progressMaxChars))})
+		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(output.CleanText(msg, progressMaxChars))})
 }
 
 // call runs one tool call on the server. callID doubles as the progress
@@ -1134,7 +1135,7 @@ func lastLine(b []byte) string {
 	if len(text) > 300 {
 		text = text[len(text)-300:]
 	}
-	return cleanText(text, 0)
+	return output.CleanText(text, 0)
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

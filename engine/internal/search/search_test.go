@@ -1,4 +1,4 @@
-package engine
+package search
 
 import (
 	"encoding/json"
@@ -10,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 )
 
 // terms returns what the tokenizer makes of s.
-func terms(p searchParams, s string, name bool) []string {
+func terms(p rankParams, s string, name bool) []string {
 	var out []string
 	tk := tokenizer{p: &p}
 	tk.terms(s, name, func(t []byte) { out = append(out, string(t)) })
@@ -46,13 +48,13 @@ func TestSearchTokens(t *testing.T) {
 		{"", false, nil},
 		{"the of and", false, nil},
 	} {
-		if got := terms(defaultSearchParams, c.in, c.name); !slices.Equal(got, c.want) {
+		if got := terms(defaultParams, c.in, c.name); !slices.Equal(got, c.want) {
 			t.Errorf("terms(%q, name=%v) = %q, want %q", c.in, c.name, got, c.want)
 		}
 	}
 	// A word is cut at maxTermLen bytes, whatever its length.
 	long := strings.Repeat("ab", 10000)
-	if got := terms(defaultSearchParams, long, false); len(got) != 1 || len(got[0]) != maxTermLen {
+	if got := terms(defaultParams, long, false); len(got) != 1 || len(got[0]) != maxTermLen {
 		t.Errorf("a long word gives %d terms, the first of %d bytes", len(got), len(got[0]))
 	}
 }
@@ -85,7 +87,7 @@ func params(schema string) string {
 		if len(out) > 0 {
 			out = append(out, ' ')
 		}
-		out = appendJSONString(out, name)
+		out = jsonwire.AppendUnescaped(out, name)
 	})
 	return string(out)
 }
@@ -170,18 +172,18 @@ func TestSearchAnnotationsTitle(t *testing.T) {
 }
 
 func TestSearchAPI(t *testing.T) {
-	doc := func(server, name, desc string) searchDoc {
-		return searchDoc{Server: server, Tool: Tool{Name: name, Description: desc}}
+	doc := func(server, name, desc string) Doc {
+		return Doc{Server: server, Name: name, Description: desc}
 	}
-	docs := []searchDoc{
+	docs := []Doc{
 		doc("zeta", "send_message", "Send a chat message."),
 		doc("alpha", "send_message", "Send a chat message."),
 		doc("alpha", "send_mail", "Send a chat message."), // same text, other name
-		{Server: "beta", ServerTitle: "Kubernetes", Tool: Tool{Name: "delete_file", Description: "Delete a file."}},
-		{Server: "beta", ServerTitle: "Kubernetes", Tool: Tool{Name: "pods_list", Annotations: json.RawMessage(`{"title":"Pods: List"}`)}},
+		{Server: "beta", ServerTitle: "Kubernetes", Name: "delete_file", Description: "Delete a file."},
+		{Server: "beta", ServerTitle: "Kubernetes", Name: "pods_list", Annotations: json.RawMessage(`{"title":"Pods: List"}`)},
 	}
-	ix := newSearchIndex(docs)
-	names := func(hits []searchHit) []string {
+	ix := Build(docs)
+	names := func(hits []Hit) []string {
 		var out []string
 		for _, h := range hits {
 			out = append(out, h.Server+"/"+h.Tool)
@@ -189,7 +191,7 @@ func TestSearchAPI(t *testing.T) {
 		return out
 	}
 	// Equal scores go to the server id, then the tool name.
-	hits := ix.search("send a chat message", "", 10)
+	hits := ix.Search("send a chat message", "", 10)
 	if got, want := names(hits), []string{"alpha/send_message", "zeta/send_message", "alpha/send_mail"}; !slices.Equal(got, want) {
 		t.Errorf("ties: got %q, want %q", got, want)
 	}
@@ -198,30 +200,30 @@ func TestSearchAPI(t *testing.T) {
 			t.Errorf("hits out of order: %v", hits)
 		}
 	}
-	if got := names(ix.search("send a chat message", "", 2)); !slices.Equal(got, []string{"alpha/send_message", "zeta/send_message"}) {
+	if got := names(ix.Search("send a chat message", "", 2)); !slices.Equal(got, []string{"alpha/send_message", "zeta/send_message"}) {
 		t.Errorf("limit 2: %q", got)
 	}
-	if got := names(ix.search("send message", "zeta", 10)); !slices.Equal(got, []string{"zeta/send_message"}) {
+	if got := names(ix.Search("send message", "zeta", 10)); !slices.Equal(got, []string{"zeta/send_message"}) {
 		t.Errorf("server filter: %q", got)
 	}
-	if got := names(ix.search("Pods list", "", 10)); !slices.Equal(got, []string{"beta/pods_list"}) {
+	if got := names(ix.Search("Pods list", "", 10)); !slices.Equal(got, []string{"beta/pods_list"}) {
 		t.Errorf("annotations title and server title: %q", got)
 	}
-	if got := names(ix.search("kubernetes", "", 10)); !slices.Equal(got, []string{"beta/delete_file", "beta/pods_list"}) {
+	if got := names(ix.Search("kubernetes", "", 10)); !slices.Equal(got, []string{"beta/delete_file", "beta/pods_list"}) {
 		t.Errorf("server title: %q", got)
 	}
 	for _, c := range []struct{ query, server string }{
 		{"", ""}, {"   ", ""}, {"the and of", ""}, {"nothing matches", ""},
 		{"send", "nosuchserver"}, {"delete file", "zeta"},
 	} {
-		if got := ix.search(c.query, c.server, 10); got != nil {
+		if got := ix.Search(c.query, c.server, 10); got != nil {
 			t.Errorf("search(%q, %q) = %v, want nil", c.query, c.server, got)
 		}
 	}
-	if got := ix.search("send", "", 0); got != nil {
+	if got := ix.Search("send", "", 0); got != nil {
 		t.Errorf("limit 0: %v", got)
 	}
-	if got := newSearchIndex(nil).search("send", "", 10); got != nil {
+	if got := Build(nil).Search("send", "", 10); got != nil {
 		t.Errorf("empty index: %v", got)
 	}
 }
@@ -230,15 +232,15 @@ func TestSearchAPI(t *testing.T) {
 // nothing in the index.
 func TestSearchShards(t *testing.T) {
 	docs, _ := synthCorpus(3000)
-	want := buildShards(docs, defaultSearchParams, 1)
+	want := buildShards(docs, defaultParams, 1)
 	for _, n := range []int{2, 3, 7} {
-		got := buildShards(docs, defaultSearchParams, n)
+		got := buildShards(docs, defaultParams, n)
 		if !maps.Equal(got.terms, want.terms) || !slices.Equal(got.start, want.start) ||
 			!slices.Equal(got.post, want.post) {
 			t.Errorf("%d shards: the index differs from one shard's", n)
 		}
 	}
-	if got := buildShards(nil, defaultSearchParams, 4); got.search("anything", "", 5) != nil {
+	if got := buildShards(nil, defaultParams, 4); got.Search("anything", "", 5) != nil {
 		t.Error("an empty index found something")
 	}
 }
@@ -247,17 +249,17 @@ func TestSearchShards(t *testing.T) {
 // checks that they all agree.
 func TestSearchConcurrent(t *testing.T) {
 	docs, queries, _ := loadCorpus(t)
-	ix := newSearchIndex(docs)
-	want := make([][]searchHit, len(queries))
+	ix := Build(docs)
+	want := make([][]Hit, len(queries))
 	for i, q := range queries {
-		want[i] = ix.search(q.Query, "", 5)
+		want[i] = ix.Search(q.Query, "", 5)
 	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range queries {
 				i := (i + g*7) % len(queries)
-				if got := ix.search(queries[i].Query, "", 5); !slices.Equal(got, want[i]) {
+				if got := ix.Search(queries[i].Query, "", 5); !slices.Equal(got, want[i]) {
 					t.Errorf("%q: %v, then %v", queries[i].Query, want[i], got)
 				}
 			}
@@ -274,7 +276,7 @@ func TestSearchCorpus(t *testing.T) {
 	if len(docs) < 100 || len(queries) < 60 {
 		t.Fatalf("corpus: %d tools, %d queries", len(docs), len(queries))
 	}
-	m := evaluate(docs, queries, defaultSearchParams)
+	m := evaluate(docs, queries, defaultParams)
 	base := evaluate(docs, queries, plainBM25)
 	t.Logf("%d tools, %d queries", len(docs), m.n)
 	t.Logf("ours:       R@1 %.3f  R@5 %.3f  R@8 %.3f  MRR@8 %.3f", m.r1, m.r5, m.r8, m.mrr)
@@ -286,12 +288,12 @@ func TestSearchCorpus(t *testing.T) {
 		t.Errorf("MRR@8 %.3f, want at least 0.84", m.mrr)
 	}
 	// The obvious queries must find their tool first.
-	ix := newSearchIndex(docs)
+	ix := Build(docs)
 	for i, q := range queries {
 		if !first[i] {
 			continue
 		}
-		hits := ix.search(q.Query, "", 3)
+		hits := ix.Search(q.Query, "", 3)
 		if len(hits) == 0 || hits[0].Server != q.Gold[0].Server || hits[0].Tool != q.Gold[0].Tool {
 			t.Errorf("%q: got %v, want %s/%s first", q.Query, hits, q.Gold[0].Server, q.Gold[0].Tool)
 		}
@@ -306,8 +308,8 @@ func BenchmarkSearchQualityMCPZero(b *testing.B) {
 	docs, queries := loadMCPZero(b)
 	for _, r := range []struct {
 		name string
-		p    searchParams
-	}{{"bm25f", defaultSearchParams}, {"plain", plainBM25}} {
+		p    rankParams
+	}{{"bm25f", defaultParams}, {"plain", plainBM25}} {
 		b.Run("ranker="+r.name, func(b *testing.B) {
 			var m evalMetrics
 			for b.Loop() {
@@ -326,7 +328,7 @@ func BenchmarkSearchQualityMCPZero(b *testing.B) {
 // title, two or three sentences of description (about 300 bytes) mixing
 // common words with a long tail of rarer ones, and an input schema of 3
 // to 8 described properties, some with nested ones: about 1 KB a tool.
-func synthCorpus(n int) ([]searchDoc, []string) {
+func synthCorpus(n int) ([]Doc, []string) {
 	r := rand.New(rand.NewPCG(1, 2))
 	verbs := []string{"get", "list", "create", "update", "delete", "search", "add", "remove", "run", "send", "read", "write", "start", "stop", "export", "import", "sync", "validate", "upload", "download"}
 	nouns := []string{"issue", "pull_request", "comment", "branch", "file", "directory", "message", "channel", "user", "team", "project", "task", "event", "calendar", "table", "query", "record", "document", "page", "database", "bucket", "object", "pod", "deployment", "service", "secret", "invoice", "customer", "order", "payment", "email", "label", "workflow", "job", "build", "release", "alert", "dashboard", "metric", "log", "trace", "incident", "ticket", "sprint", "board", "note", "entity", "relation", "snapshot", "screenshot"}
@@ -370,7 +372,7 @@ func synthCorpus(n int) ([]searchDoc, []string) {
 		}
 		return strings.ToUpper(ws[0][:1]) + ws[0][1:] + " " + strings.Join(ws[1:], " ") + ". "
 	}
-	var docs []searchDoc
+	var docs []Doc
 	var queries []string
 	for i := range n {
 		server := fmt.Sprintf("server-%02d", i/200)
@@ -394,13 +396,13 @@ func synthCorpus(n int) ([]searchDoc, []string) {
 			props[prop()] = p
 		}
 		schema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
-		t := Tool{Name: name, Description: desc, InputSchema: schema}
+		t := Doc{Server: server, ServerTitle: fmt.Sprintf("Service %d", i/200), Name: name, Description: desc, InputSchema: schema}
 		if r.IntN(2) == 0 {
 			t.Title = strings.ToUpper(verb[:1]) + verb[1:] + " " + human
 		} else {
 			t.Annotations = json.RawMessage(fmt.Sprintf(`{"title":%q,"readOnlyHint":%v}`, strings.ToUpper(verb[:1])+verb[1:]+" "+human, verb == "get" || verb == "list"))
 		}
-		docs = append(docs, searchDoc{Server: server, ServerTitle: fmt.Sprintf("Service %d", i/200), Tool: t})
+		docs = append(docs, t)
 		if i%(n/64) == 0 {
 			queries = append(queries, fmt.Sprintf("%s %s %s", verb, human, word()))
 		}
@@ -414,11 +416,11 @@ func BenchmarkSearch(b *testing.B) {
 	for _, n := range []int{2000, 10000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			docs, queries := synthCorpus(n)
-			ix := newSearchIndex(docs)
+			ix := Build(docs)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				if ix.search(queries[i%len(queries)], "", 8) == nil {
+				if ix.Search(queries[i%len(queries)], "", 8) == nil {
 					b.Fatal("no hit")
 				}
 				i++
@@ -432,14 +434,14 @@ func BenchmarkSearch(b *testing.B) {
 // metadata change in a row: the build's scratch memory comes from the
 // last one. start=cold collects the garbage (twice, so the scratch pool
 // is empty too) before each build, untimed, as when the last build was
-// long ago. shards=auto is what newSearchIndex does (a shard per
+// long ago. shards=auto is what Build does (a shard per
 // GOMAXPROCS, at most one per minShard tools); shards=1 reads every tool
 // on one goroutine, for comparison.
 func BenchmarkBuildIndex(b *testing.B) {
 	docs, _ := synthCorpus(10000)
 	var bytes int64
 	for _, d := range docs {
-		bytes += int64(len(d.Tool.Name) + len(d.Tool.Title) + len(d.Tool.Description) + len(d.Tool.InputSchema) + len(d.Tool.Annotations))
+		bytes += int64(len(d.Name) + len(d.Title) + len(d.Description) + len(d.InputSchema) + len(d.Annotations))
 	}
 	for _, start := range []string{"warm", "cold"} {
 		for _, shards := range []string{"auto", "1"} {
@@ -454,9 +456,9 @@ func BenchmarkBuildIndex(b *testing.B) {
 						b.StartTimer()
 					}
 					if shards == "1" {
-						buildShards(docs, defaultSearchParams, 1)
+						buildShards(docs, defaultParams, 1)
 					} else {
-						newSearchIndex(docs)
+						Build(docs)
 					}
 				}
 			})
@@ -471,13 +473,13 @@ func FuzzSearch(f *testing.F) {
 	f.Add("getAPIsForIDs", "Crée un résumé\x00\xff", `{"properties":{"a":{"items":{"properties":{"b":{}}}}}}`, `[`, "APIs résumé")
 	f.Add("", "", "", "", "")
 	f.Fuzz(func(t *testing.T, name, desc, schema, ann, query string) {
-		docs := []searchDoc{
-			{Server: "s", ServerTitle: desc, Tool: Tool{Name: name, Title: query, Description: desc, InputSchema: json.RawMessage(schema), Annotations: json.RawMessage(ann)}},
-			{Server: name, Tool: Tool{Name: query, Description: name + " " + desc, InputSchema: json.RawMessage(ann), Annotations: json.RawMessage(schema)}},
+		docs := []Doc{
+			{Server: "s", ServerTitle: desc, Name: name, Title: query, Description: desc, InputSchema: json.RawMessage(schema), Annotations: json.RawMessage(ann)},
+			{Server: name, Name: query, Description: name + " " + desc, InputSchema: json.RawMessage(ann), Annotations: json.RawMessage(schema)},
 		}
-		ix := newSearchIndex(docs)
+		ix := Build(docs)
 		for _, server := range []string{"", "s", name} {
-			hits := ix.search(query, server, 3)
+			hits := ix.Search(query, server, 3)
 			if len(hits) > 2 {
 				t.Fatalf("%d hits from 2 tools", len(hits))
 			}

@@ -1,4 +1,4 @@
-package engine
+package output
 
 import (
 	"encoding/json"
@@ -25,19 +25,19 @@ func TestCleanOutput(t *testing.T) {
 		{"soft\u00adhyphen \u061cmark \u180emongolian", "softhyphen mark mongolian"},
 		{"\x1b[", ""},
 	} {
-		got, n := cleanOutput(tt.in)
+		got, n := Clean(tt.in)
 		if got != tt.want {
-			t.Errorf("cleanOutput(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 		if n > 0 && got == tt.in {
-			t.Errorf("cleanOutput(%q) reports %d removed", tt.in, n)
+			t.Errorf("Clean(%q) reports %d removed", tt.in, n)
 		}
 	}
 }
 
 func TestCleanOutputDoesNotCopyCleanText(t *testing.T) {
 	s := strings.Repeat("clean line of output\n", 1000)
-	if n := testing.AllocsPerRun(10, func() { cleanOutput(s) }); n != 0 {
+	if n := testing.AllocsPerRun(10, func() { Clean(s) }); n != 0 {
 		t.Errorf("%v allocations for clean text", n)
 	}
 }
@@ -60,8 +60,26 @@ func TestStructuredClean(t *testing.T) {
 		{map[string]any{"a": "fine"}, true},
 		{nil, true},
 	} {
-		if got := structuredClean(tt.v); got != tt.want {
-			t.Errorf("structuredClean(%v) = %v, want %v", tt.v, got, tt.want)
+		if got := StructuredClean(tt.v); got != tt.want {
+			t.Errorf("StructuredClean(%v) = %v, want %v", tt.v, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkCleanOutput measures the output cleaner on the call path: a
+// clean ASCII output (the fast path), clean text with non-ASCII letters,
+// and output with escapes and invisible characters to remove.
+func BenchmarkCleanOutput(b *testing.B) {
+	ascii := strings.Repeat(`{"id":42,"title":"Crash on start","state":"open","labels":["bug"]}`+"\n", 64)
+	unicode := strings.Repeat("Über die Brücke, 日本語のテキスト, emoji 😀 and a tab\there.\n", 64)
+	dirty := strings.Repeat("\x1b[31merror\x1b[0m: file\u200b not found \u202eevil\u202c (ESC ( B: \x1b(B)\n", 64)
+	for _, c := range []struct{ name, s string }{{"ascii4KiB", ascii}, {"unicode4KiB", unicode}, {"dirty4KiB", dirty}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			b.ReportAllocs()
+			for b.Loop() {
+				Clean(c.s)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package search
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 // evalQuery is one query and the tools that answer it.
 type evalQuery struct {
 	Query string
-	Gold  []searchHit // any of them counts as found (Score unused)
+	Gold  []Hit // any of them counts as found (Score unused)
 }
 
 // evalMetrics are the figures of one evaluation run. Each query has one
@@ -29,11 +29,11 @@ type evalMetrics struct {
 }
 
 // evaluate runs the queries on an index of docs built with p.
-func evaluate(docs []searchDoc, queries []evalQuery, p searchParams) evalMetrics {
-	ix := buildSearchIndex(docs, p)
+func evaluate(docs []Doc, queries []evalQuery, p rankParams) evalMetrics {
+	ix := build(docs, p)
 	var m evalMetrics
 	for _, q := range queries {
-		hits := ix.search(q.Query, "", 8)
+		hits := ix.Search(q.Query, "", 8)
 		rank := 0
 		for i, h := range hits {
 			for _, g := range q.Gold {
@@ -67,7 +67,7 @@ func evaluate(docs []searchDoc, queries []evalQuery, p searchParams) evalMetrics
 // plainBM25 is the baseline: BM25 with k1 1.2 and b 0.75 over the tool
 // name's parts and the description as one field, no stopwords, no
 // stemming, no whole-name terms.
-var plainBM25 = searchParams{
+var plainBM25 = rankParams{
 	k1:     1.2,
 	weight: [numFields]float64{fieldName: 1, fieldDesc: 1},
 	b:      [numFields]float64{fieldDesc: 0.75},
@@ -98,7 +98,7 @@ func moduleRoot(tb testing.TB) string {
 // the repository, in ../shared/eval/tool-retrieval/mcpzero; it skips the
 // test or benchmark when the set is absent. The set is for internal
 // evaluation only and is never copied into the repository.
-func loadMCPZero(tb testing.TB) ([]searchDoc, []evalQuery) {
+func loadMCPZero(tb testing.TB) ([]Doc, []evalQuery) {
 	tb.Helper()
 	dir := filepath.Join(moduleRoot(tb), "..", "shared", "eval", "tool-retrieval", "mcpzero")
 	tools, err := os.ReadFile(filepath.Join(dir, "tools.jsonl"))
@@ -112,7 +112,7 @@ func loadMCPZero(tb testing.TB) ([]searchDoc, []evalQuery) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var docs []searchDoc
+	var docs []Doc
 	eachLine(tb, tools, func(line []byte) {
 		var t struct {
 			Server      string          `json:"server"`
@@ -123,7 +123,7 @@ func loadMCPZero(tb testing.TB) ([]searchDoc, []evalQuery) {
 		if err := json.Unmarshal(line, &t); err != nil {
 			tb.Fatal(err)
 		}
-		docs = append(docs, searchDoc{Server: t.Server, Tool: Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}})
+		docs = append(docs, Doc{Server: t.Server, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 	})
 	var qs []evalQuery
 	eachLine(tb, queries, func(line []byte) {
@@ -141,9 +141,9 @@ func loadMCPZero(tb testing.TB) ([]searchDoc, []evalQuery) {
 		}
 		eq := evalQuery{Query: q.Query}
 		for _, g := range q.Gold {
-			eq.Gold = append(eq.Gold, searchHit{Server: g.Server, Tool: g.Name})
+			eq.Gold = append(eq.Gold, Hit{Server: g.Server, Tool: g.Name})
 			for _, a := range g.Also {
-				eq.Gold = append(eq.Gold, searchHit{Server: a.Server, Tool: a.Name})
+				eq.Gold = append(eq.Gold, Hit{Server: a.Server, Tool: a.Name})
 			}
 		}
 		qs = append(qs, eq)
@@ -170,7 +170,7 @@ func eachLine(tb testing.TB, data []byte, fn func([]byte)) {
 // tuned (R@5 0.972, MRR@8 0.906), or no longer beats plain BM25.
 func TestSearchQualityMCPZero(t *testing.T) {
 	docs, queries := loadMCPZero(t)
-	ours := evaluate(docs, queries, defaultSearchParams)
+	ours := evaluate(docs, queries, defaultParams)
 	base := evaluate(docs, queries, plainBM25)
 	t.Logf("MCP-Zero, %d tools, %d queries", len(docs), ours.n)
 	t.Logf("ours:       R@1 %.3f  R@5 %.3f  R@8 %.3f  MRR@8 %.3f", ours.r1, ours.r5, ours.r8, ours.mrr)
@@ -188,12 +188,12 @@ func TestSearchQualityMCPZero(t *testing.T) {
 // thing changed at a time (run with -v).
 func TestSearchAblationMCPZero(t *testing.T) {
 	docs, queries := loadMCPZero(t)
-	run := func(name string, p searchParams) {
+	run := func(name string, p rankParams) {
 		m := evaluate(docs, queries, p)
 		t.Logf("%-28s R@1 %.3f  R@5 %.3f  R@8 %.3f  MRR@8 %.3f", name, m.r1, m.r5, m.r8, m.mrr)
 	}
 	run("plain BM25", plainBM25)
-	run("default", defaultSearchParams)
+	run("default", defaultParams)
 	for _, v := range searchVariants() {
 		run(v.name, v.p)
 	}
@@ -201,46 +201,46 @@ func TestSearchAblationMCPZero(t *testing.T) {
 
 type searchVariant struct {
 	name string
-	p    searchParams
+	p    rankParams
 }
 
 // searchVariants are the default parameters with one thing changed each.
 func searchVariants() []searchVariant {
 	var vs []searchVariant
-	add := func(name string, change func(p *searchParams)) {
-		p := defaultSearchParams
+	add := func(name string, change func(p *rankParams)) {
+		p := defaultParams
 		change(&p)
 		vs = append(vs, searchVariant{name, p})
 	}
-	add("pooled", func(p *searchParams) { p.pooled = true })
-	add("no whole", func(p *searchParams) { p.whole = false })
-	add("no stopwords", func(p *searchParams) { p.stopwords = false })
-	add("no stem", func(p *searchParams) { p.stem = false })
-	add("no fold", func(p *searchParams) { p.fold = false })
+	add("pooled", func(p *rankParams) { p.pooled = true })
+	add("no whole", func(p *rankParams) { p.whole = false })
+	add("no stopwords", func(p *rankParams) { p.stopwords = false })
+	add("no stem", func(p *rankParams) { p.stem = false })
+	add("no fold", func(p *rankParams) { p.fold = false })
 	for _, w := range []float64{0, 0.25, 0.75, 1} {
-		add("synonyms "+ftoa(w), func(p *searchParams) { p.synonyms = w })
+		add("synonyms "+ftoa(w), func(p *rankParams) { p.synonyms = w })
 	}
-	add("no title", func(p *searchParams) { p.weight[fieldTitle] = 0 })
-	add("no server", func(p *searchParams) { p.weight[fieldServer] = 0 })
-	add("no params", func(p *searchParams) { p.weight[fieldParams] = 0 })
-	add("equal weights", func(p *searchParams) { p.weight = [numFields]float64{1, 1, 1, 1, 1} })
+	add("no title", func(p *rankParams) { p.weight[fieldTitle] = 0 })
+	add("no server", func(p *rankParams) { p.weight[fieldServer] = 0 })
+	add("no params", func(p *rankParams) { p.weight[fieldParams] = 0 })
+	add("equal weights", func(p *rankParams) { p.weight = [numFields]float64{1, 1, 1, 1, 1} })
 	for _, w := range []float64{1, 2, 4, 6} {
-		add("name weight "+ftoa(w), func(p *searchParams) { p.weight[fieldName] = w })
+		add("name weight "+ftoa(w), func(p *rankParams) { p.weight[fieldName] = w })
 	}
 	for _, w := range []float64{0.25, 0.5, 2} {
-		add("server weight "+ftoa(w), func(p *searchParams) { p.weight[fieldServer] = w })
+		add("server weight "+ftoa(w), func(p *rankParams) { p.weight[fieldServer] = w })
 	}
 	for _, w := range []float64{0.25, 1} {
-		add("params weight "+ftoa(w), func(p *searchParams) { p.weight[fieldParams] = w })
+		add("params weight "+ftoa(w), func(p *rankParams) { p.weight[fieldParams] = w })
 	}
 	for _, k := range []float64{0.6, 1.2, 1.5, 2} {
-		add("k1 "+ftoa(k), func(p *searchParams) { p.k1 = k })
+		add("k1 "+ftoa(k), func(p *rankParams) { p.k1 = k })
 	}
 	for _, b := range []float64{0.25, 0.75, 0.9} {
-		add("name b "+ftoa(b), func(p *searchParams) { p.b[fieldName] = b })
+		add("name b "+ftoa(b), func(p *rankParams) { p.b[fieldName] = b })
 	}
 	for _, b := range []float64{0.25, 0.75, 0.9} {
-		add("desc b "+ftoa(b), func(p *searchParams) { p.b[fieldDesc] = b })
+		add("desc b "+ftoa(b), func(p *rankParams) { p.b[fieldDesc] = b })
 	}
 	return vs
 }
@@ -250,12 +250,12 @@ func ftoa(f float64) string {
 	return string(b)
 }
 
-// loadCorpus reads testdata/search/corpus.json: servers with their tools,
+// loadCorpus reads testdata/corpus.json: servers with their tools,
 // and queries with the tool each should find ("server/tool"); first marks
 // the obvious ones, whose tool must come first.
-func loadCorpus(tb testing.TB) (docs []searchDoc, queries []evalQuery, first []bool) {
+func loadCorpus(tb testing.TB) (docs []Doc, queries []evalQuery, first []bool) {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "search", "corpus.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", "corpus.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -263,7 +263,13 @@ func loadCorpus(tb testing.TB) (docs []searchDoc, queries []evalQuery, first []b
 		Servers []struct {
 			ID    string `json:"id"`
 			Title string `json:"title"`
-			Tools []Tool `json:"tools"`
+			Tools []struct {
+				Name        string          `json:"name"`
+				Title       string          `json:"title"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+				Annotations json.RawMessage `json:"annotations"`
+			} `json:"tools"`
 		} `json:"servers"`
 		Queries []struct {
 			Query string `json:"query"`
@@ -276,12 +282,13 @@ func loadCorpus(tb testing.TB) (docs []searchDoc, queries []evalQuery, first []b
 	}
 	for _, s := range c.Servers {
 		for _, t := range s.Tools {
-			docs = append(docs, searchDoc{Server: s.ID, ServerTitle: s.Title, Tool: t})
+			docs = append(docs, Doc{Server: s.ID, ServerTitle: s.Title, Name: t.Name, Title: t.Title,
+				Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
 		}
 	}
 	for _, q := range c.Queries {
 		server, tool, _ := strings.Cut(q.Want, "/")
-		queries = append(queries, evalQuery{Query: q.Query, Gold: []searchHit{{Server: server, Tool: tool}}})
+		queries = append(queries, evalQuery{Query: q.Query, Gold: []Hit{{Server: server, Tool: tool}}})
 		first = append(first, q.First)
 	}
 	return docs, queries, first
@@ -289,12 +296,12 @@ func loadCorpus(tb testing.TB) (docs []searchDoc, queries []evalQuery, first []b
 
 func TestSearchAblationCorpus(t *testing.T) {
 	docs, queries, _ := loadCorpus(t)
-	run := func(name string, p searchParams) {
+	run := func(name string, p rankParams) {
 		m := evaluate(docs, queries, p)
 		t.Logf("%-28s R@1 %.3f  R@5 %.3f  R@8 %.3f  MRR@8 %.3f", name, m.r1, m.r5, m.r8, m.mrr)
 	}
 	run("plain BM25", plainBM25)
-	run("default", defaultSearchParams)
+	run("default", defaultParams)
 	for _, v := range searchVariants() {
 		run(v.name, v.p)
 	}

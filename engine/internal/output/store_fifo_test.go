@@ -1,6 +1,6 @@
 //go:build darwin || dragonfly || freebsd || linux || netbsd || openbsd
 
-package engine
+package output
 
 import (
 	"errors"
@@ -22,18 +22,18 @@ func TestOutputFIFORefused(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.read(fifo, readRequest{})
+		_, err := s.Read(fifo, ReadRequest{})
 		done <- err
 	}()
 	select {
 	case err := <-done:
-		if !errors.Is(err, errUnknownOutput) {
+		if !errors.Is(err, ErrUnknown) {
 			t.Fatalf("read of a FIFO: %v, want unknown", err)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("read of a FIFO in the output store blocked")
 	}
-	if res := mustRead(t, s, good, readRequest{}); res.Content != "x\n" {
+	if res := mustRead(t, s, good, ReadRequest{}); res.Content != "x\n" {
 		t.Fatalf("read after the FIFO: %q", res.Content)
 	}
 }

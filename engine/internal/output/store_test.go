@@ -1,4 +1,4 @@
-package engine
+package output
 
 import (
 	"bytes"
@@ -38,29 +38,38 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 // testOutputStore returns a store in a fresh directory with a fake clock.
-func testOutputStore(t testing.TB, ttl time.Duration, maxBytes int64) (*outputStore, *fakeClock) {
+func testOutputStore(t testing.TB, ttl time.Duration, maxBytes int64) (*Store, *fakeClock) {
 	t.Helper()
 	clock := newFakeClock()
 	dir := filepath.Join(t.TempDir(), "mcp", "outputs")
-	return newOutputStore(dir, "workspace-a", ttl, maxBytes, clock.now), clock
+	return NewStore(dir, "workspace-a", &StoreOptions{TTL: ttl, MaxBytes: maxBytes, Now: clock.now}), clock
 }
 
-func mustPut(t testing.TB, s *outputStore, data string) string {
+func mustPut(t testing.TB, s *Store, data string) string {
 	t.Helper()
-	id, err := s.put("srv", "tool", []byte(data))
+	id, err := s.Put("srv", "tool", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
 }
 
-func mustRead(t testing.TB, s *outputStore, id string, req readRequest) readResult {
+func mustRead(t testing.TB, s *Store, id string, req ReadRequest) ReadResult {
 	t.Helper()
-	res, err := s.read(id, req)
+	res, err := s.Read(id, req)
 	if err != nil {
 		t.Fatalf("read %+v: %v", req, err)
 	}
 	return res
+}
+
+func TestNewStoreDefaults(t *testing.T) {
+	for _, opts := range []*StoreOptions{nil, {}, {TTL: -1, MaxBytes: -1}} {
+		s := NewStore(t.TempDir(), "w", opts)
+		if s.ttl != DefaultTTL || s.maxBytes != DefaultMaxBytes || s.now == nil {
+			t.Errorf("NewStore(%+v): ttl %v, maxBytes %d, now set %v", opts, s.ttl, s.maxBytes, s.now != nil)
+		}
+	}
 }
 
 // multiByteText mixes 1-, 2-, 3- and 4-byte runes, short lines and one
@@ -165,12 +174,12 @@ func TestOutputRoundTrip(t *testing.T) {
 		{"binary", "\x00\xff\xfe\n\x80", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			id, err := s.put("github", "search_code", []byte(c.data))
+			id, err := s.Put("github", "search_code", []byte(c.data))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := mustRead(t, s, id, readRequest{Limit: 1 << 20})
-			want := readResult{Content: c.data, TotalBytes: int64(len(c.data)), TotalLines: c.lines, Server: "github", Tool: "search_code"}
+			res := mustRead(t, s, id, ReadRequest{Limit: 1 << 20})
+			want := ReadResult{Content: c.data, TotalBytes: int64(len(c.data)), TotalLines: c.lines, Server: "github", Tool: "search_code"}
 			if res != want {
 				t.Errorf("read = %+v\nwant   %+v", res, want)
 			}
@@ -188,7 +197,7 @@ func TestOutputPagingByOffset(t *testing.T) {
 			var off int64
 			pages := 0
 			for {
-				res := mustRead(t, s, id, readRequest{Offset: off, Limit: limit})
+				res := mustRead(t, s, id, ReadRequest{Offset: off, Limit: limit})
 				pages++
 				if res.Offset != off {
 					t.Fatalf("page %d starts at %d, asked %d", pages, res.Offset, off)
@@ -224,22 +233,22 @@ func TestOutputPagingByOffset(t *testing.T) {
 	}
 
 	// Pages end on a line when a newline is in their last tenth.
-	res := mustRead(t, s, id, readRequest{Limit: 1000})
+	res := mustRead(t, s, id, ReadRequest{Limit: 1000})
 	if !strings.HasSuffix(res.Content, "\n") {
 		t.Errorf("page does not end on a line: %q", res.Content[len(res.Content)-20:])
 	}
 	// An offset in the middle of a rune starts at the next one.
 	mid := int64(strings.Index(data, "€") + 1)
-	res = mustRead(t, s, id, readRequest{Offset: mid, Limit: 64})
+	res = mustRead(t, s, id, ReadRequest{Offset: mid, Limit: 64})
 	if res.Offset != mid+2 || !utf8.ValidString(res.Content) || !strings.HasPrefix(data[res.Offset:], res.Content) {
 		t.Errorf("mid-rune offset %d: page at %d %q", mid, res.Offset, res.Content)
 	}
 	// The end is an empty last page; past it is an error.
-	res = mustRead(t, s, id, readRequest{Offset: int64(len(data))})
+	res = mustRead(t, s, id, ReadRequest{Offset: int64(len(data))})
 	if res.Content != "" || res.Truncated || res.NextOffset != 0 {
 		t.Errorf("at the end: %+v", res)
 	}
-	if _, err := s.read(id, readRequest{Offset: int64(len(data)) + 1}); err == nil || !strings.Contains(err.Error(), "past the end") {
+	if _, err := s.Read(id, ReadRequest{Offset: int64(len(data)) + 1}); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("past the end: %v", err)
 	}
 }
@@ -279,7 +288,7 @@ func TestOutputLineRange(t *testing.T) {
 		{name: "negative", start: -1, err: "negative"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := s.read(id, readRequest{StartLine: c.start, EndLine: c.end, Limit: c.limit, Offset: 7})
+			res, err := s.Read(id, ReadRequest{StartLine: c.start, EndLine: c.end, Limit: c.limit, Offset: 7})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)
@@ -308,23 +317,23 @@ func TestOutputPatternFilter(t *testing.T) {
 	id := mustPut(t, s, data)
 	for _, c := range []struct {
 		name       string
-		req        readRequest
+		req        ReadRequest
 		want       string
 		truncated  bool
 		err        string
 		nextOffset int64
 	}{
-		{name: "matches", req: readRequest{Pattern: "^error"}, want: "2: error: disk é\n6: error: again 😀\n"},
-		{name: "case-insensitive", req: readRequest{Pattern: "(?i)^error"}, want: "2: error: disk é\n5: ERROR: net\n6: error: again 😀\n"},
-		{name: "last line without newline", req: readRequest{Pattern: "end$"}, want: "7: ok end\n"},
-		{name: "no match", req: readRequest{Pattern: "panic"}, want: ""},
-		{name: "in a line range", req: readRequest{Pattern: "error", StartLine: 3, EndLine: 6}, want: "6: error: again 😀\n"},
-		{name: "from an offset", req: readRequest{Pattern: "error", Offset: int64(strings.Index(data, "ok\nok"))}, want: "6: error: again 😀\n"},
-		{name: "bad regexp", req: readRequest{Pattern: "a(b"}, err: "invalid pattern"},
-		{name: "pattern too long", req: readRequest{Pattern: strings.Repeat("a", maxReadPattern+1)}, err: "pattern is over"},
+		{name: "matches", req: ReadRequest{Pattern: "^error"}, want: "2: error: disk é\n6: error: again 😀\n"},
+		{name: "case-insensitive", req: ReadRequest{Pattern: "(?i)^error"}, want: "2: error: disk é\n5: ERROR: net\n6: error: again 😀\n"},
+		{name: "last line without newline", req: ReadRequest{Pattern: "end$"}, want: "7: ok end\n"},
+		{name: "no match", req: ReadRequest{Pattern: "panic"}, want: ""},
+		{name: "in a line range", req: ReadRequest{Pattern: "error", StartLine: 3, EndLine: 6}, want: "6: error: again 😀\n"},
+		{name: "from an offset", req: ReadRequest{Pattern: "error", Offset: int64(strings.Index(data, "ok\nok"))}, want: "6: error: again 😀\n"},
+		{name: "bad regexp", req: ReadRequest{Pattern: "a(b"}, err: "invalid pattern"},
+		{name: "pattern too long", req: ReadRequest{Pattern: strings.Repeat("a", maxReadPattern+1)}, err: "pattern is over"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := s.read(id, c.req)
+			res, err := s.Read(id, c.req)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)
@@ -361,7 +370,7 @@ func TestOutputPatternFilter(t *testing.T) {
 		var got strings.Builder
 		var off int64
 		for pages := 0; ; pages++ {
-			res := mustRead(t, s, big, readRequest{Pattern: "^match", Offset: off, Limit: limit})
+			res := mustRead(t, s, big, ReadRequest{Pattern: "^match", Offset: off, Limit: limit})
 			if int64(len(res.Content)) > limit {
 				t.Fatalf("limit %d: page of %d bytes", limit, len(res.Content))
 			}
@@ -382,11 +391,11 @@ func TestOutputPatternFilter(t *testing.T) {
 	// A single matching line longer than the limit is cut to fit, on a
 	// rune, and the next page goes on after it.
 	long := mustPut(t, s, "a\n"+strings.Repeat("é", 1000)+"\nb é\n")
-	res := mustRead(t, s, long, readRequest{Pattern: "é", Limit: 64})
+	res := mustRead(t, s, long, ReadRequest{Pattern: "é", Limit: 64})
 	if len(res.Content) > 64 || !strings.HasPrefix(res.Content, "2: éé") || !utf8.ValidString(res.Content) || !res.Truncated {
 		t.Fatalf("long match: %q %+v", res.Content, res)
 	}
-	res = mustRead(t, s, long, readRequest{Pattern: "é", Limit: 64, Offset: res.NextOffset})
+	res = mustRead(t, s, long, ReadRequest{Pattern: "é", Limit: 64, Offset: res.NextOffset})
 	if res.Content != "3: b é\n" || res.Truncated {
 		t.Errorf("after the long match: %q", res.Content)
 	}
@@ -398,18 +407,18 @@ func TestOutputLimit(t *testing.T) {
 	id := mustPut(t, s, data)
 	for _, c := range []struct {
 		name string
-		req  readRequest
+		req  ReadRequest
 		want int64 // the limit in force
 		err  string
 	}{
-		{name: "default", req: readRequest{}, want: defaultReadLimit},
-		{name: "small", req: readRequest{Limit: 64}, want: 64},
-		{name: "lines", req: readRequest{Limit: 300, StartLine: 5}, want: 300},
-		{name: "pattern", req: readRequest{Limit: 300, Pattern: "é"}, want: 300},
-		{name: "too small", req: readRequest{Limit: 10}, err: "at least 64"},
+		{name: "default", req: ReadRequest{}, want: defaultReadLimit},
+		{name: "small", req: ReadRequest{Limit: 64}, want: 64},
+		{name: "lines", req: ReadRequest{Limit: 300, StartLine: 5}, want: 300},
+		{name: "pattern", req: ReadRequest{Limit: 300, Pattern: "é"}, want: 300},
+		{name: "too small", req: ReadRequest{Limit: 10}, err: "at least 64"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := s.read(id, c.req)
+			res, err := s.Read(id, c.req)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)
@@ -433,22 +442,22 @@ func TestOutputTTLExpiry(t *testing.T) {
 	clock.add(30 * time.Minute)
 	young := mustPut(t, s, "young\n")
 	clock.add(30*time.Minute - time.Nanosecond)
-	mustRead(t, s, old, readRequest{}) // one nanosecond left
+	mustRead(t, s, old, ReadRequest{}) // one nanosecond left
 	clock.add(time.Nanosecond)
-	if _, err := s.read(old, readRequest{}); !errors.Is(err, errUnknownOutput) {
+	if _, err := s.Read(old, ReadRequest{}); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("expired: %v", err)
 	}
-	mustRead(t, s, young, readRequest{})
+	mustRead(t, s, young, ReadRequest{})
 
 	// sweep removes what expired, and a put does too, without a read.
 	clock.add(29 * time.Minute)
 	other := mustPut(t, s, "other\n")
 	clock.add(time.Minute)
-	s.sweep()
+	s.Sweep()
 	if _, err := os.Stat(filepath.Join(s.wsDir(), young)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("expired output still on disk after sweep: %v", err)
 	}
-	mustRead(t, s, other, readRequest{})
+	mustRead(t, s, other, ReadRequest{})
 	clock.add(time.Hour)
 	mustPut(t, s, "newer\n")
 	if _, err := os.Stat(filepath.Join(s.wsDir(), other)); !errors.Is(err, fs.ErrNotExist) {
@@ -458,20 +467,20 @@ func TestOutputTTLExpiry(t *testing.T) {
 
 func TestOutputSweepOtherWorkspaces(t *testing.T) {
 	s, clock := testOutputStore(t, time.Hour, 0)
-	b := newOutputStore(s.dir, "workspace-b", 90*24*time.Hour, 0, clock.now)
-	c := newOutputStore(s.dir, "workspace-c", time.Hour, 0, clock.now)
+	b := NewStore(s.dir, "workspace-b", &StoreOptions{TTL: 90 * 24 * time.Hour, Now: clock.now})
+	c := NewStore(s.dir, "workspace-c", &StoreOptions{TTL: time.Hour, Now: clock.now})
 	idB := mustPut(t, b, "b\n")
 	clock.add(20 * 24 * time.Hour)
 	idC := mustPut(t, c, "c\n")
 	clock.add(10 * 24 * time.Hour)
-	s.sweep() // b's output is 30 days old: abandoned; c's is 10 days old
+	s.Sweep() // b's output is 30 days old: abandoned; c's is 10 days old
 	if _, err := os.Stat(b.wsDir()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("abandoned workspace directory left: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.wsDir(), idC)); err != nil {
 		t.Errorf("recent output of another workspace removed: %v", err)
 	}
-	if _, err := b.read(idB, readRequest{}); !errors.Is(err, errUnknownOutput) {
+	if _, err := b.Read(idB, ReadRequest{}); !errors.Is(err, ErrUnknown) {
 		t.Errorf("read after sweep: %v", err)
 	}
 }
@@ -504,13 +513,13 @@ func TestOutputQuotaEviction(t *testing.T) {
 		clock.add(time.Second)
 	}
 	// Touching the first would not save it: eviction goes by creation.
-	mustRead(t, s, ids[0], readRequest{})
+	mustRead(t, s, ids[0], ReadRequest{})
 	ids = append(ids, mustPut(t, s, chunk))
-	if _, err := s.read(ids[0], readRequest{}); !errors.Is(err, errUnknownOutput) {
+	if _, err := s.Read(ids[0], ReadRequest{}); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("oldest output not evicted: %v", err)
 	}
 	for _, id := range ids[1:] {
-		mustRead(t, s, id, readRequest{})
+		mustRead(t, s, id, ReadRequest{})
 	}
 	if n := dirSize(t, s.wsDir()); n > quota {
 		t.Errorf("store holds %d bytes, quota %d", n, quota)
@@ -519,8 +528,8 @@ func TestOutputQuotaEviction(t *testing.T) {
 	clock.add(time.Second)
 	bigger := mustPut(t, s, strings.Repeat("x", 6000))
 	for i, id := range append(ids[1:], bigger) {
-		_, err := s.read(id, readRequest{})
-		if wantGone := i < 2; wantGone != errors.Is(err, errUnknownOutput) {
+		_, err := s.Read(id, ReadRequest{})
+		if wantGone := i < 2; wantGone != errors.Is(err, ErrUnknown) {
 			t.Errorf("output %d: read error %v, evicted want %v", i+1, err, wantGone)
 		}
 	}
@@ -535,7 +544,7 @@ func TestOutputOverQuotaSingle(t *testing.T) {
 	first := mustPut(t, s, "small\n")
 	data := strings.Repeat("line ü 0123456789\n", 1000)
 	id := mustPut(t, s, data)
-	res := mustRead(t, s, id, readRequest{Limit: 1 << 20})
+	res := mustRead(t, s, id, ReadRequest{Limit: 1 << 20})
 	if res.TotalBytes >= int64(len(data)) || res.TotalBytes < quota/2 || res.Truncated {
 		t.Fatalf("stored %d of %d bytes (truncated %v)", res.TotalBytes, len(data), res.Truncated)
 	}
@@ -548,7 +557,7 @@ func TestOutputOverQuotaSingle(t *testing.T) {
 	if n := dirSize(t, s.wsDir()); n > quota {
 		t.Errorf("store holds %d bytes, quota %d", n, quota)
 	}
-	if _, err := s.read(first, readRequest{}); !errors.Is(err, errUnknownOutput) {
+	if _, err := s.Read(first, ReadRequest{}); !errors.Is(err, ErrUnknown) {
 		t.Errorf("the output before was not evicted to make room: %v", err)
 	}
 	raw, err := os.ReadFile(filepath.Join(s.wsDir(), id))
@@ -565,11 +574,11 @@ func TestOutputOverQuotaSingle(t *testing.T) {
 
 func TestOutputOtherWorkspaceRefused(t *testing.T) {
 	a, clock := testOutputStore(t, 0, 0)
-	b := newOutputStore(a.dir, "workspace-b", 0, 0, clock.now)
+	b := NewStore(a.dir, "workspace-b", &StoreOptions{Now: clock.now})
 	id := mustPut(t, a, "a's output\n")
-	_, errUnknown := b.read(newOutputID(), readRequest{})
-	_, errOther := b.read(id, readRequest{})
-	if errOther == nil || errUnknown == nil || errOther.Error() != errUnknown.Error() || !errors.Is(errOther, errUnknownOutput) {
+	_, errUnknown := b.Read(newOutputID(), ReadRequest{})
+	_, errOther := b.Read(id, ReadRequest{})
+	if errOther == nil || errUnknown == nil || errOther.Error() != errUnknown.Error() || !errors.Is(errOther, ErrUnknown) {
 		t.Fatalf("other workspace's id: %v; unknown id: %v", errOther, errUnknown)
 	}
 	// Even a file moved into b's directory is refused: its header names a.
@@ -577,10 +586,10 @@ func TestOutputOtherWorkspaceRefused(t *testing.T) {
 	if err := os.Rename(filepath.Join(a.wsDir(), id), filepath.Join(b.wsDir(), id)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.read(id, readRequest{}); err == nil || err.Error() != errUnknown.Error() {
+	if _, err := b.Read(id, ReadRequest{}); err == nil || err.Error() != errUnknown.Error() {
 		t.Errorf("moved file: %v", err)
 	}
-	if _, err := a.read(id, readRequest{}); err == nil || err.Error() != errUnknown.Error() {
+	if _, err := a.Read(id, ReadRequest{}); err == nil || err.Error() != errUnknown.Error() {
 		t.Errorf("after the move: %v", err)
 	}
 }
@@ -599,14 +608,14 @@ func TestOutputBadIDsAndFiles(t *testing.T) {
 		"mcpout_" + strings.Repeat("a", 24) + "1a", "mcpout_" + strings.Repeat("a", 25) + "/",
 		"mcpout_" + strings.Repeat("a", 25) + "\x00", good + "/..", "./" + good, good[:len(good)-1] + "é",
 	} {
-		if _, err := s.read(id, readRequest{}); !errors.Is(err, errInvalidOutputID) {
+		if _, err := s.Read(id, ReadRequest{}); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("read(%q): %v, want invalid id", id, err)
 		}
 	}
 
 	unknown := func(name string, id string) {
 		t.Helper()
-		if _, err := s.read(id, readRequest{}); !errors.Is(err, errUnknownOutput) {
+		if _, err := s.Read(id, ReadRequest{}); !errors.Is(err, ErrUnknown) {
 			t.Errorf("%s: %v, want unknown", name, err)
 		}
 	}
@@ -627,7 +636,7 @@ func TestOutputBadIDsAndFiles(t *testing.T) {
 	if err := os.Link(filepath.Join(s.wsDir(), good), filepath.Join(s.wsDir(), hardlinked)); err != nil {
 		t.Fatal(err)
 	}
-	mustRead(t, s, hardlinked, readRequest{}) // same file, same workspace: fine
+	mustRead(t, s, hardlinked, ReadRequest{}) // same file, same workspace: fine
 	dir := newOutputID()
 	if err := os.Mkdir(filepath.Join(s.wsDir(), dir), 0o700); err != nil {
 		t.Fatal(err)
@@ -648,7 +657,7 @@ func TestOutputBadIDsAndFiles(t *testing.T) {
 	// what made the others fail.
 	id := newOutputID()
 	write(id, `voltmcp-output/1 {"format":1,"workspace":"`+s.wsHash+`","bytes":3,"lines":1,"created":`+strconv.FormatInt(clock.now().UnixNano(), 10)+"}\nabc")
-	if res := mustRead(t, s, id, readRequest{}); res.Content != "abc" {
+	if res := mustRead(t, s, id, ReadRequest{}); res.Content != "abc" {
 		t.Errorf("hand-written file: %q", res.Content)
 	}
 }
@@ -656,7 +665,7 @@ func TestOutputBadIDsAndFiles(t *testing.T) {
 func TestOutputNeverShowsHostPath(t *testing.T) {
 	root := t.TempDir()
 	clock := newFakeClock()
-	s := newOutputStore(filepath.Join(root, "mcp", "outputs"), root, time.Hour, 0, clock.now)
+	s := NewStore(filepath.Join(root, "mcp", "outputs"), root, &StoreOptions{TTL: time.Hour, Now: clock.now})
 	id := mustPut(t, s, "data at "+"somewhere\n")
 	check := func(what, text string) {
 		t.Helper()
@@ -665,21 +674,21 @@ func TestOutputNeverShowsHostPath(t *testing.T) {
 		}
 	}
 	check("id", id)
-	for _, req := range []readRequest{
+	for _, req := range []ReadRequest{
 		{}, {Offset: 1 << 40}, {StartLine: 99}, {StartLine: 3, EndLine: 2}, {Pattern: "("}, {Limit: 1}, {Offset: -1},
 	} {
-		res, err := s.read(id, req)
+		res, err := s.Read(id, req)
 		if err != nil {
 			check("error", err.Error())
 		}
 		check("result", res.Content+res.Server+res.Tool)
 	}
 	for _, bad := range []string{"../x", root, newOutputID()} {
-		_, err := s.read(bad, readRequest{})
+		_, err := s.Read(bad, ReadRequest{})
 		check("error", err.Error())
 	}
 	clock.add(time.Hour)
-	_, err := s.read(id, readRequest{})
+	_, err := s.Read(id, ReadRequest{})
 	check("expired error", err.Error())
 
 	// A store that cannot write says why without where.
@@ -687,8 +696,8 @@ func TestOutputNeverShowsHostPath(t *testing.T) {
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	broken := newOutputStore(filepath.Join(blocker, "outputs"), root, 0, 0, clock.now)
-	if _, err := broken.put("srv", "tool", []byte("x")); err == nil {
+	broken := NewStore(filepath.Join(blocker, "outputs"), root, &StoreOptions{Now: clock.now})
+	if _, err := broken.Put("srv", "tool", []byte("x")); err == nil {
 		t.Fatal("put under a file succeeded")
 	} else {
 		check("put error", err.Error())
@@ -696,7 +705,7 @@ func TestOutputNeverShowsHostPath(t *testing.T) {
 			t.Errorf("put error %q does not say why", err)
 		}
 	}
-	broken.sweep() // nothing to do, no panic
+	broken.Sweep() // nothing to do, no panic
 }
 
 func TestOutputConcurrentPutRead(t *testing.T) {
@@ -706,13 +715,13 @@ func TestOutputConcurrentPutRead(t *testing.T) {
 		wg.Go(func() {
 			for i := range 30 {
 				data := strings.Repeat(strconv.Itoa(g)+"é", 500+i)
-				id, err := s.put("srv", "tool", []byte(data))
+				id, err := s.Put("srv", "tool", []byte(data))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				res, err := s.read(id, readRequest{Limit: 1 << 20})
-				if err != nil && !errors.Is(err, errUnknownOutput) { // evicted by another
+				res, err := s.Read(id, ReadRequest{Limit: 1 << 20})
+				if err != nil && !errors.Is(err, ErrUnknown) { // evicted by another
 					t.Error(err)
 					return
 				}
@@ -721,7 +730,7 @@ func TestOutputConcurrentPutRead(t *testing.T) {
 					return
 				}
 				if i%10 == 0 {
-					s.sweep()
+					s.Sweep()
 				}
 			}
 		})
@@ -732,110 +741,6 @@ func TestOutputConcurrentPutRead(t *testing.T) {
 	}
 }
 
-func TestCapOutput(t *testing.T) {
-	lines := func(n int, line string) string { return strings.Repeat(line+"\n", n) }
-	for _, c := range []struct {
-		name               string
-		text               string
-		maxBytes, maxLines int
-		want               string
-	}{
-		{name: "empty", text: "", maxBytes: 10, maxLines: 2, want: ""},
-		{name: "ascii under", text: "hello\nworld", maxBytes: 100, maxLines: 10, want: "hello\nworld"},
-		{name: "ascii bytes, no line in last tenth", text: strings.Repeat("abcdefghij", 10), maxBytes: 35, maxLines: 10, want: strings.Repeat("abcdefghij", 3) + "abcde"},
-		{name: "line boundary in last tenth", text: lines(20, "123456789"), maxBytes: 95, maxLines: 100, want: lines(9, "123456789")},
-		{name: "line boundary outside last tenth", text: "ab\n" + strings.Repeat("x", 200), maxBytes: 100, maxLines: 10, want: "ab\n" + strings.Repeat("x", 97)},
-		{name: "multi-byte not split", text: strings.Repeat("€", 100), maxBytes: 100, maxLines: 10, want: strings.Repeat("€", 33)},
-		{name: "four-byte runes", text: strings.Repeat("😀", 10), maxBytes: 7, maxLines: 10, want: "😀"},
-		{name: "rune larger than budget", text: "😀", maxBytes: 3, maxLines: 10, want: ""},
-		{name: "long single line", text: strings.Repeat("é", 100000), maxBytes: 51200, maxLines: 2000, want: strings.Repeat("é", 25600)},
-		{name: "many short lines", text: lines(5000, "ab"), maxBytes: 51200, maxLines: 2000, want: lines(2000, "ab")},
-		{name: "lines before bytes", text: lines(100, "x"), maxBytes: 1000, maxLines: 3, want: "x\nx\nx\n"},
-		{name: "bytes before lines", text: lines(100, "xxxxxxxxx"), maxBytes: 25, maxLines: 50, want: "xxxxxxxxx\nxxxxxxxxx\nxxxxx"},
-		{name: "exactly max bytes", text: strings.Repeat("é", 50), maxBytes: 100, maxLines: 10, want: strings.Repeat("é", 50)},
-		{name: "exactly max lines", text: lines(10, "a"), maxBytes: 100, maxLines: 10, want: lines(10, "a")},
-		{name: "exactly max lines, no final newline", text: strings.TrimSuffix(lines(10, "a"), "\n"), maxBytes: 100, maxLines: 10, want: strings.TrimSuffix(lines(10, "a"), "\n")},
-		{name: "one line over", text: lines(10, "a") + "b", maxBytes: 100, maxLines: 10, want: lines(10, "a")},
-		{name: "one byte over", text: strings.Repeat("a", 101), maxBytes: 100, maxLines: 10, want: strings.Repeat("a", 100)},
-		{name: "no limits", text: lines(10, "abc"), maxBytes: 0, maxLines: 0, want: lines(10, "abc")},
-		{name: "invalid UTF-8 in, bytes out", text: strings.Repeat("\xff", 20), maxBytes: 10, maxLines: 10, want: strings.Repeat("\xff", 10)},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := capOutput(c.text, c.maxBytes, c.maxLines)
-			want := capResult{
-				Text: c.want, Truncated: c.want != c.text,
-				ReturnedBytes: len(c.want), TotalBytes: len(c.text),
-				ReturnedLines: countLines(c.want), TotalLines: countLines(c.text),
-			}
-			if got != want {
-				t.Errorf("capOutput = %+v\nwant        %+v", got, want)
-			}
-			checkCapInvariants(t, c.text, c.maxBytes, c.maxLines, got)
-		})
-	}
-	if got := capOutput("a\nb\nc", 100, 10); got.TotalLines != 3 || got.ReturnedLines != 3 {
-		t.Errorf("line count of %q: %+v", "a\nb\nc", got)
-	}
-}
-
-func checkCapInvariants(t *testing.T, text string, maxBytes, maxLines int, got capResult) {
-	t.Helper()
-	if !strings.HasPrefix(text, got.Text) {
-		t.Fatalf("not a prefix")
-	}
-	if utf8.ValidString(text) && !utf8.ValidString(got.Text) {
-		t.Fatalf("invalid UTF-8 out of valid in: %q", got.Text)
-	}
-	if maxBytes > 0 && len(got.Text) > maxBytes {
-		t.Fatalf("%d bytes over %d", len(got.Text), maxBytes)
-	}
-	if maxLines > 0 && countLines(got.Text) > maxLines {
-		t.Fatalf("%d lines over %d", countLines(got.Text), maxLines)
-	}
-	if got.Truncated != (len(got.Text) < len(text)) || got.ReturnedBytes != len(got.Text) || got.TotalBytes != len(text) ||
-		got.ReturnedLines != countLines(got.Text) || got.TotalLines != countLines(text) {
-		t.Fatalf("counts: %+v", got)
-	}
-	if !got.Truncated {
-		return
-	}
-	// Cut as late as allowed: on a line boundary in the last tenth of
-	// the byte budget, else on the last rune boundary; the line limit
-	// cuts right after its last line.
-	n := len(got.Text)
-	if maxLines > 0 && countLines(text) > maxLines && (maxBytes <= 0 || n <= maxBytes) && countLines(got.Text) == maxLines && strings.HasSuffix(got.Text, "\n") {
-		return // cut by lines
-	}
-	if n > 0 && got.Text[n-1] == '\n' && n >= maxBytes-maxBytes/10 {
-		return // a line boundary in the last tenth
-	}
-	if utf8.ValidString(text) && n+utf8.UTFMax <= maxBytes {
-		t.Fatalf("cut at %d of a budget of %d", n, maxBytes)
-	}
-}
-
-func FuzzCapOutput(f *testing.F) {
-	f.Add("hello\nworld\n", 8, 1)
-	f.Add(strings.Repeat("é😀\n", 50), 37, 7)
-	f.Add(strings.Repeat("x", 300), 100, 2)
-	f.Add("\xff\xfe\n\x80abc", 3, 1)
-	f.Add("", 1, 1)
-	f.Fuzz(func(t *testing.T, text string, maxBytes, maxLines int) {
-		// Positive limits; the gateway's are at least 1024 and 10.
-		maxBytes = 1 + abs(maxBytes)%(len(text)+8)
-		maxLines = 1 + abs(maxLines)%(countLines(text)+3)
-		got := capOutput(text, maxBytes, maxLines)
-		checkCapInvariants(t, text, maxBytes, maxLines, got)
-	})
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -(n + 1) // no overflow at the minimum
-	}
-	return n
-}
-
 func BenchmarkOutputPutRead(b *testing.B) {
 	s, _ := testOutputStore(b, 0, 0)
 	data := []byte(strings.Repeat("a line of tool output, with é and 😀 in it\n", (1<<20)/46))
@@ -843,11 +748,11 @@ func BenchmarkOutputPutRead(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		id, err := s.put("srv", "tool", data)
+		id, err := s.Put("srv", "tool", data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := s.read(id, readRequest{Limit: defaultReadLimit})
+		res, err := s.Read(id, ReadRequest{Limit: defaultReadLimit})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,6 +20,7 @@
 // each call's input with it, and Replay decides recorded calls again on
 // what it reads.
 //
-// Policies imports only OPA and the standard library; it never imports the
-// engine, so it exchanges plain Go values and JSON with it.
+// Policies imports only OPA, redact, safefile and the standard library; it
+// never imports the engine, so it exchanges plain Go values and JSON with
+// it.
 package policies

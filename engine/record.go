@@ -19,7 +19,6 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/policies"
-	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -681,47 +680,28 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// callRecord is the audit record of a tools call, with what a replay of
-// the tools policy needs in Detail. The Detail is named for the audit log
-// (audit.Record.DetailKey) by guardKey, which names the guard whose
-// redaction applies and the supervisor whose server definition the
-// Detail holds, and by the rest of what the Detail is made of, so that
-// the log encodes it once per tool rather than once per call; an empty
-// guardKey leaves it unnamed.
+// callRecord is the audit record of a tools call. Its server, tool,
+// risk and surface and its Detail are the tools input the policy decides
+// on (policyToolInput) in the flat form of policies.ToolInput.Record,
+// which `voltmcp policy replay` reads back with
+// policies.ToolInputRecord.Input; the Detail adds the tool's hash. The
+// Detail is named for the audit log (audit.Record.DetailKey) by
+// guardKey, which names the guard whose redaction applies and the
+// supervisor whose server definition the Detail holds, and by the rest
+// of what the Detail is made of (the tool's hash covers its title and
+// annotations), so that the log encodes it once per tool rather than
+// once per call; an empty guardKey leaves it unnamed.
 func callRecord(in ToolInput, d ToolDecision, args json.RawMessage, guardKey string) audit.Record {
-	scope := "user"
-	if in.Server.Layer.IsProject() {
-		scope = "project"
-	}
-	r := audit.Record{Kind: audit.KindCall, Server: in.Server.ID, Tool: in.Tool.Name, Risk: string(in.Risk),
-		Args: audit.SummarizeArgs(args), Decision: &audit.Decision{Allowed: d.Allowed, Reasons: d.Reasons},
-		Detail: map[string]any{
-			"risk_reason": in.RiskReason, "pin_state": in.Pin.State, "pin_change": in.Pin.Change, "quarantined": in.Quarantined,
-			"server_scope": scope, "transport": in.Server.Transport, "command": in.Server.Command, "args": auditArgs(in.Server.Args),
-			"url": cue.RedactURL(in.Server.URL), "include_tools": in.Server.IncludeTools, "exclude_tools": in.Server.ExcludeTools,
-			"tool_hash": in.Tool.Hash,
-		}}
-	if len(in.Tool.Annotations) > 0 {
-		r.Detail["annotations"] = json.RawMessage(in.Tool.Annotations)
-	}
+	ti := policyToolInput(in).Record()
+	ti.Detail["tool_hash"] = in.Tool.Hash
+	r := audit.Record{Kind: audit.KindCall, Server: ti.Server, Tool: ti.Tool, Risk: ti.Risk, Surface: ti.Surface,
+		Args: audit.SummarizeArgs(args), Decision: &audit.Decision{Allowed: d.Allowed, Reasons: d.Reasons}, Detail: ti.Detail}
 	if guardKey != "" {
-		// The tool's hash covers its annotations.
 		r.DetailKey = strings.Join([]string{guardKey, in.Server.ID, in.Tool.Name, in.Tool.Hash, string(in.Surface),
 			in.RiskReason, in.Pin.State, in.Pin.Change, strconv.FormatBool(in.Quarantined)}, "\x00")
 	}
 	return r
 }
-
-// auditArgs is a server's arguments in a call record's Detail. Their
-// literal credentials (--token V, a URL's query, an Authorization header
-// passed as an argument) are replaced when the log encodes the Detail
-// (redact.Args), which it does once per tool and guard (DetailKey), not
-// once per call.
-type auditArgs []string
-
-// MarshalJSON writes the arguments with their literal credentials
-// replaced.
-func (a auditArgs) MarshalJSON() ([]byte, error) { return json.Marshal(redact.Args(a)) }
 
 // finishRecord fills the outcome of a call into its record.
 func finishRecord(r *audit.Record, status string, start time.Time, output string, cacheID string, truncated bool) {

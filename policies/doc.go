@@ -15,6 +15,12 @@
 // or malformed result is a deny (or "untrusted") naming the policy file and
 // the error, never an allow.
 //
-// Policies imports only OPA and the standard library; it never imports the
-// engine, so it exchanges plain Go values and JSON with it.
+// A tools input has one flat form for a log of calls, ToolInput.Record,
+// which ToolInputRecord.Input reads back: the engine's audit log records
+// each call's input with it, and Replay decides recorded calls again on
+// what it reads.
+//
+// Policies imports only OPA, redact, safefile and the standard library; it
+// never imports the engine, so it exchanges plain Go values and JSON with
+// it.
 package policies

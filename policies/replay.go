@@ -7,8 +7,9 @@ import (
 
 // ReplayRecord is one recorded tool call to decide again: the tools input
 // the gateway decided the call on, and the verdict it recorded. Callers
-// build it from an audit record; this package knows nothing of the audit
-// log's format.
+// build it from a call record of their log, whose input
+// [ToolInputRecord.Input] reads back from what [ToolInput.Record] made
+// of it; of the log's format this package knows nothing else.
 type ReplayRecord struct {
 	// Seq and Time identify the record in the audit log.
 	Seq  int64     `json:"seq"`

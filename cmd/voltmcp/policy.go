@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -217,109 +216,26 @@ func policyReplay(ctx context.Context, e *env, path string, dirs []string, asJSO
 }
 
 // replayRecord turns a call record of the audit log into the tools input
-// the gateway decided it on, from the record's fields and the detail keys
-// the engine writes (risk_reason, pin_state, pin_change, quarantined,
-// server_scope, transport, command, args, url, include_tools,
-// exclude_tools, annotations, and title when present). A detail of the
-// wrong type marks the record invalid rather than being read as empty: a
-// replay must not quietly decide on another input than the gateway did.
+// the gateway decided it on: the record's server, tool, risk and surface
+// and its detail, read back as policies.ToolInputRecord.Input reads what
+// ToolInput.Record wrote when the engine recorded the call. A detail of
+// the wrong type marks the record invalid rather than being read as
+// empty: a replay must not quietly decide on another input than the
+// gateway did.
 //
 // The recorded verdict is the record's policy decision; a record without
 // one was allowed unless its status is "denied".
 func replayRecord(r audit.Record) policies.ReplayRecord {
-	d := detailReader{detail: r.Detail}
-	out := policies.ReplayRecord{
-		Seq: r.Seq, Time: r.Time, Status: r.Status,
-		Input: policies.ToolInput{
-			Server: policies.Server{
-				ID: r.Server, Scope: d.str("server_scope"), Transport: d.str("transport"),
-				Command: d.str("command"), Args: d.strs("args"), URL: d.str("url"),
-			},
-			Tool:         policies.Tool{Name: r.Tool, Title: d.str("title"), Annotations: d.raw("annotations")},
-			Risk:         r.Risk,
-			RiskReason:   d.str("risk_reason"),
-			IncludeTools: d.strs("include_tools"),
-			ExcludeTools: d.strs("exclude_tools"),
-			Pin:          policies.Pin{State: d.str("pin_state"), Change: d.str("pin_change")},
-			Quarantined:  d.bool("quarantined"),
-			Surface:      r.Surface,
-		},
-		Allowed: r.Status != "denied",
-		Invalid: d.problem,
+	in, err := policies.ToolInputRecord{Server: r.Server, Tool: r.Tool, Risk: r.Risk, Surface: r.Surface, Detail: r.Detail}.Input()
+	out := policies.ReplayRecord{Seq: r.Seq, Time: r.Time, Status: r.Status, Input: in, Allowed: r.Status != "denied"}
+	if err != nil {
+		out.Input = policies.ToolInput{Server: policies.Server{ID: r.Server}, Tool: policies.Tool{Name: r.Tool}, Risk: r.Risk, Surface: r.Surface}
+		out.Invalid = err.Error()
 	}
 	if r.Decision != nil {
 		out.Allowed, out.Reasons = r.Decision.Allowed, r.Decision.Reasons
 	}
 	return out
-}
-
-// detailReader reads typed values out of an audit record's Detail and
-// remembers the first value of the wrong type.
-type detailReader struct {
-	detail  map[string]any
-	problem string
-}
-
-func (d *detailReader) wrong(key, want string) {
-	if d.problem == "" {
-		d.problem = fmt.Sprintf("detail %q is not %s", key, want)
-	}
-}
-
-func (d *detailReader) str(key string) string {
-	switch v := d.detail[key].(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	}
-	d.wrong(key, "a string")
-	return ""
-}
-
-func (d *detailReader) bool(key string) bool {
-	switch v := d.detail[key].(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	}
-	d.wrong(key, "a boolean")
-	return false
-}
-
-func (d *detailReader) strs(key string) []string {
-	switch v := d.detail[key].(type) {
-	case nil:
-		return nil
-	case []any:
-		out := make([]string, len(v))
-		for i, e := range v {
-			s, ok := e.(string)
-			if !ok {
-				d.wrong(key, "a list of strings")
-				return nil
-			}
-			out[i] = s
-		}
-		return out
-	}
-	d.wrong(key, "a list of strings")
-	return nil
-}
-
-// raw re-encodes a JSON value of the detail, such as the MCP annotations.
-func (d *detailReader) raw(key string) json.RawMessage {
-	v, ok := d.detail[key]
-	if !ok || v == nil {
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		d.wrong(key, "JSON")
-		return nil
-	}
-	return b
 }
 
 // writeReplayText prints one line per call decided differently, oldest

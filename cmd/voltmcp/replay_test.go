@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/mcptest"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -236,6 +237,7 @@ func TestReplayRecordReadsWhatTheEngineWrites(t *testing.T) {
 	rec.Detail["pin_state"], rec.Detail["pin_change"] = "changed", "escalation"
 	rec.Detail["include_tools"], rec.Detail["exclude_tools"] = []string{"*"}, []string{"admin_*"}
 	rec.Detail["url"], rec.Detail["transport"] = "https://mcp.example.com/", "streamable-http"
+	rec.Detail["title"], rec.Detail["tool_hash"] = "Refund a charge", "0f0f"
 	_, path := writeLog(t, rec)
 	recs, probs, err := audit.Read(path, audit.Query{})
 	if err != nil || len(probs) != 0 || len(recs) != 1 {
@@ -247,7 +249,7 @@ func TestReplayRecordReadsWhatTheEngineWrites(t *testing.T) {
 		Input: policies.ToolInput{
 			Server: policies.Server{ID: "payments", Scope: "project", Transport: "streamable-http", Command: "npx",
 				Args: []string{"-y", "@acme/payments-mcp@1.0.0"}, URL: "https://mcp.example.com/"},
-			Tool:         policies.Tool{Name: "refund", Annotations: json.RawMessage(`{"destructiveHint":true}`)},
+			Tool:         policies.Tool{Name: "refund", Title: "Refund a charge", Annotations: json.RawMessage(`{"destructiveHint":true}`)},
 			Risk:         "destructive",
 			RiskReason:   "destructiveHint",
 			IncludeTools: []string{"*"},
@@ -277,5 +279,43 @@ func TestReplayRecordVerdictWithoutDecision(t *testing.T) {
 		if got := replayRecord(r).Invalid; !strings.Contains(got, `"`+key+`"`) {
 			t.Errorf("detail %s = %v: invalid %q, want it named", key, v, got)
 		}
+	}
+}
+
+// TestPolicyReplayOfAGatewayCallSeesItsTitle records a real call through
+// the gateway (`voltmcp call`) that a policy on the tool's title denies,
+// and replays the log: under the same policy the call is decided as
+// recorded, which it is only if the record kept the title the live
+// decision saw; under the built-in policies it is now allowed.
+func TestPolicyReplayOfAGatewayCallSeesItsTitle(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	// The hostile-text tool has a title; the gateway cleans it.
+	cmd, args, env := mcptest.Command(mcptest.ModeHostileText)
+	doc := map[string]any{"version": 1, "servers": map[string]any{"docs": map[string]any{"command": cmd, "args": args, "env": env}}}
+	data, _ := json.Marshal(doc)
+	if err := os.MkdirAll(filepath.Join(project, ".volt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".volt", "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := policyDir(t, "title.rego", `package voltmcp.tools
+
+deny contains {"msg": "titled tools are held", "rule": "no_titles"} if input.tool.title != ""
+`)
+	home := t.TempDir()
+	cliEnv := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	r := runCLI(t, cliEnv, "call", "docs", mcptest.ToolHostileText, "--home", home, "--project", project, "--approve", "--policy", dir)
+	if r.code == exitOK || !strings.Contains(r.stdout+r.stderr, "titled tools are held") {
+		t.Fatalf("the call was not denied by its title:\n%s", r)
+	}
+	same := runCLI(t, cliEnv, "policy", "replay", "--home", home, "--policy", dir)
+	if same.code != exitOK || !strings.HasSuffix(same.stdout, "1 same, 0 now blocked, 0 now allowed, 0 policy errors, 0 skipped\n") {
+		t.Errorf("replay under the same policy: want the call decided as recorded\n%s", same)
+	}
+	builtin := runCLI(t, cliEnv, "policy", "replay", "--home", home)
+	if builtin.code != exitFindings || !strings.Contains(builtin.stdout, "docs."+mcptest.ToolHostileText+"  blocked → allowed") {
+		t.Errorf("replay under the built-in policies: want the call now allowed\n%s", builtin)
 	}
 }

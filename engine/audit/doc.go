@@ -8,8 +8,15 @@
 // workspace and session, caller surface, server, tool or resource or
 // prompt, risk, status, duration, result size and hash, truncation and
 // cache id, an argument summary without values, the policy decision) plus
-// a free-form Detail for the kinds that are not calls: trust decisions, pin
-// changes, approvals, config changes, plugin faults, policy errors. The log
+// a free-form Detail. A call's Detail holds the rest of the tools input
+// its decision was made on (risk_reason, pin_state, pin_change,
+// quarantined, server_scope, transport, command, args, url,
+// include_tools, exclude_tools, and title and annotations when the tool
+// has them) and the tool's hash: the engine writes it as
+// policies.ToolInput.Record makes it, and `voltmcp policy replay` reads
+// it back with policies.ToolInputRecord.Input. The other kinds' Detail
+// says what they are about: trust decisions, pin changes, approvals,
+// config changes, plugin faults, policy errors. The log
 // fills in two fields itself: Seq, which counts records from 1 and never
 // restarts, not even across rotation, and Prev, the lowercase hex SHA-256
 // of the previous record's line (its bytes without the newline), empty for

@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/sanitize"
 )
 
@@ -56,12 +58,12 @@ func (s *supervisor) explain(op string, err error) error {
 	if op != "" {
 		during = " during " + op
 	}
-	if limit, ok := nestDepth(err); ok {
+	if limit, ok := jsonwire.NestDepth(err); ok {
 		what, whose := "a message", "maxJSONDepth"
 		if op != "" {
 			what = "the answer to " + op
 		}
-		if limit == sdkJSONDepth {
+		if limit == jsonwire.SDKDepth {
 			whose = "the go-sdk's limit"
 		}
 		return &explainedError{msg: fmt.Sprintf("server %q: %s nests deeper than %d levels of JSON (%s); the connection was closed", s.cfg.ID, what, limit, whose), cause: err}
@@ -105,10 +107,10 @@ func (s *supervisor) explain(op string, err error) error {
 func connectionEnded(err error) bool {
 	// A connection that ended because voltmcp refused what came has
 	// that reason already.
-	if se := (*json.SyntaxError)(nil); errors.Is(err, errMessageTooLarge) || errors.Is(err, errBatch) || errors.As(err, &se) {
+	if se := (*json.SyntaxError)(nil); errors.Is(err, line.ErrMessageTooLarge) || errors.Is(err, jsonwire.ErrBatch) || errors.As(err, &se) {
 		return false
 	}
-	for _, target := range []error{io.EOF, io.ErrUnexpectedEOF, io.ErrClosedPipe, errConnClosed, mcp.ErrConnectionClosed,
+	for _, target := range []error{io.EOF, io.ErrUnexpectedEOF, io.ErrClosedPipe, line.ErrConnClosed, mcp.ErrConnectionClosed,
 		syscall.EPIPE, syscall.ECONNRESET, syscall.ECONNREFUSED} {
 		if errors.Is(err, target) {
 			return true

@@ -30,6 +30,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/search"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -156,6 +157,10 @@ type Engine struct {
 	guards atomic.Uint64         // numbers each guard (guard.gen)
 	// supervisors numbers each supervisor (supervisor.num).
 	supervisors atomic.Uint64
+	// readerCheck, when set (by tests), checks that work on the
+	// engine's stdio connections yields their reader before it blocks
+	// (turn.Check); connections made after it is set use it.
+	readerCheck atomic.Pointer[turn.Check]
 	session     string // this Engine's id in audit records
 	ws          string // the workspace: the project root, absolute
 
@@ -486,13 +491,13 @@ func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*
 }
 
 // callTool is CallTool with structured content that may still be the
-// json.RawMessage the server sent (decodeToolResult).
+// json.RawMessage the server sent (jsonwire.DecodeToolResult).
 func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
 	type answer struct {
 		res *mcp.CallToolResult
 		err error
 	}
-	a := await(ctx, func(ctx context.Context, then func(func(), answer)) {
+	a := turn.Await(ctx, func(ctx context.Context, then func(func(), answer)) {
 		e.callToolThen(ctx, server, tool, args, anyListing, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
 	})
 	return a.res, a.err
@@ -505,7 +510,7 @@ func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*
 func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s, err := e.supervisor(server)
 	if err != nil {
-		then(readerYield(ctx), nil, err)
+		then(turn.YieldFunc(ctx), nil, err)
 		return
 	}
 	callID := newCallID()

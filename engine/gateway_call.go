@@ -13,6 +13,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -48,14 +49,14 @@ type CacheRef struct {
 
 // gwCall runs the call action and waits for its result.
 func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
-	return await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gwCallThen(ctx, in, then) })
+	return turn.Await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gwCallThen(ctx, in, then) })
 }
 
 // gwCallThen runs the call action and hands its result to then, once:
 // on this goroutine, or on the server's connection's reader when the
 // call takes the lean path (see supervisor.call).
 func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
-	here := readerYield(ctx)
+	here := turn.YieldFunc(ctx)
 	s, bad := e.needServer(in)
 	if bad != nil {
 		then(here, *bad)
@@ -127,7 +128,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		var sh shaped
 		// Shaping may wait (plugins, the sidecar): it lets this
 		// goroutine's reader go first.
-		out.Content, out.Truncation, out.Cache, sh = e.shape(withReaderYield(ctx, yield), s, t.Name, string(ti.Risk), text)
+		out.Content, out.Truncation, out.Cache, sh = e.shape(turn.WithYield(ctx, yield), s, t.Name, string(ti.Risk), text)
 		out.Notes = sh.notes
 		if resultNote != "" {
 			out.Notes = append(out.Notes, resultNote)
@@ -232,7 +233,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 	c := output.Cap(clean, maxBytes, maxLines)
 	inline := c.Text
 	if g := e.guard.Load(); g != nil && (c.Truncated || len(set.Plugins.Shapers) > 0) && (set.Plugins.Builtin || len(set.Plugins.Shapers) > 0) {
-		yieldReader(ctx) // a plugin may run up to its timeout
+		turn.Yield(ctx) // a plugin may run up to its timeout
 		chain := g.plugins(ctx)
 		if len(chain.Shapers) > 0 {
 			out := chain.Shape(ctx, wasm.ShapeInput{Server: s.cfg.ID, Tool: tool, Risk: risk,
@@ -255,7 +256,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 		return inline, nil, nil, sh
 	}
 	tr := &Truncation{Truncated: true, ReturnedBytes: len(inline), TotalBytes: c.TotalBytes, ReturnedLines: output.CountLines(inline), TotalLines: c.TotalLines}
-	yieldReader(ctx) // the sidecar waits for the disk
+	turn.Yield(ctx) // the sidecar waits for the disk
 	id, err := e.outputs().Put(s.cfg.ID, tool, []byte(clean))
 	if err != nil {
 		e.log.Warn("output sidecar", "err", err)

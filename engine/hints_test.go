@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
@@ -293,7 +294,7 @@ func TestCallNotSentOnAnOlderListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := func(decided uint64) error {
-		return await(ctx, func(ctx context.Context, then func(func(), error)) {
+		return turn.Await(ctx, func(ctx context.Context, then func(func(), error)) {
 			e.callToolThen(ctx, "db", "records", map[string]any{}, decided, func(yield func(), _ *mcp.CallToolResult, err error) { then(yield, err) })
 		})
 	}

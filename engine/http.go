@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 )
 
 // headerTransport adds a server's configured headers and auth to every
@@ -109,10 +110,10 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // boundedBody bounds what one message of an HTTP response may take, as
-// lineTransport does on stdio: the whole body of a JSON response, each
+// line.Transport does on stdio: the whole body of a JSON response, each
 // event of an event stream (Streamable HTTP answers a call with one;
 // legacy SSE keeps one open). Past the bound, reads fail with
-// errMessageTooLarge, so a server cannot make the gateway buffer an
+// line.ErrMessageTooLarge, so a server cannot make the gateway buffer an
 // endless message.
 type boundedBody struct {
 	rc     io.ReadCloser
@@ -145,7 +146,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		b.n++
 	}
 	if b.n > b.max {
-		b.err = errMessageTooLarge
+		b.err = line.ErrMessageTooLarge
 		if b.trips != nil {
 			b.trips.Add(1)
 		}

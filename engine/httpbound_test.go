@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
@@ -34,7 +35,7 @@ func TestBoundedBody(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := &boundedBody{rc: io.NopCloser(&slowReader{s: c.body}), max: 100, events: c.events, eol: true}
 			got, err := io.ReadAll(b)
-			if fails := errors.Is(err, errMessageTooLarge); fails != c.fails || (err != nil && !fails) {
+			if fails := errors.Is(err, line.ErrMessageTooLarge); fails != c.fails || (err != nil && !fails) {
 				t.Fatalf("read %d bytes, error %v; want failure %v", len(got), err, c.fails)
 			}
 			if !c.fails && string(got) != c.body {

@@ -6,21 +6,22 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
+	"github.com/voltmcp/voltmcp/engine/internal/line"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
 // leanServe answers a stdio agent's tools/call of the mcp tool without
 // the SDK's server: the connection's reader decodes the request once,
 // runs the gateway and writes the response, while another goroutine
-// reads on (lineConn.lane).
+// reads on (see engine/internal/line and engine/internal/turn).
 // Everything else (initialization, listing, pings, direct tools,
 // notifications, anything malformed) goes to the SDK's server as
 // before, and so does a call the lean path is not sure it would answer
@@ -53,11 +54,11 @@ func newLeanServe(ctx context.Context, e *Engine) *leanServe {
 	return &leanServe{e: e, ctx: ctx, inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
 }
 
-// drain implements lineTap: it waits for the lean calls in flight to
+// Drain implements line.Tap: it waits for the lean calls in flight to
 // write their answers. The SDK's server does the same for its own calls
 // before it closes the connection, as when the agent closes its end of
 // stdin after its last request.
-func (l *leanServe) drain() {
+func (l *leanServe) Drain() {
 	l.mu.Lock()
 	l.closing = true
 	l.mu.Unlock()
@@ -78,39 +79,8 @@ func (l *leanServe) wait() {
 // cancelled it.
 var errAgentCancelled = errors.New("cancelled by the client")
 
-// leanCallParams is what the lean path reads of a tools/call.
-type leanCallParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
-}
-
-// fastDecode reads, into p, params with a plain name (see plainString)
-// and arguments that are an object, and no _meta, and reports whether it
-// did; it declines anything else, which encoding/json then decodes to the
-// same params. data must be valid JSON: a message's params are.
-func (p *leanCallParams) fastDecode(data []byte) bool {
-	var out leanCallParams
-	if !objectMembers(data, func(key string, val []byte) bool {
-		switch key {
-		case "name":
-			s, ok := plainString(val)
-			out.Name = s
-			return ok
-		case "arguments":
-			out.Arguments = val
-			return val[0] == '{'
-		}
-		return key != "_meta" && !foldsTo(key, "name", "arguments", "_meta")
-	}) {
-		return false
-	}
-	*p = out
-	return true
-}
-
-// inbound implements lineTap.
-func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func(yield func())) {
+// Inbound implements line.Tap.
+func (l *leanServe) Inbound(c *line.Conn, msg jsonrpc.Message) (bool, func(yield func())) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return false, nil
@@ -147,8 +117,8 @@ func (l *leanServe) inbound(c *lineConn, msg jsonrpc.Message) (bool, func(yield 
 		if !req.IsCall() {
 			return false, nil
 		}
-		var p leanCallParams
-		if !p.fastDecode(req.Params) && json.Unmarshal(req.Params, &p) != nil || p.Name != GatewayToolName {
+		p, err := jsonwire.DecodeCallParams(req.Params)
+		if err != nil || p.Name != GatewayToolName {
 			return false, nil
 		}
 		complete, ok := l.accepts(p.Meta)
@@ -201,9 +171,9 @@ func (l *leanServe) accepts(meta map[string]json.RawMessage) (complete, ok bool)
 	return v >= protocol20260728, true
 }
 
-// outbound implements lineTap: it notes the SDK's successful answer to
+// Outbound implements line.Tap: it notes the SDK's successful answer to
 // initialize.
-func (l *leanServe) outbound(msg jsonrpc.Message) {
+func (l *leanServe) Outbound(msg jsonrpc.Message) {
 	if l.initialized.Load() {
 		return
 	}
@@ -221,14 +191,14 @@ func (l *leanServe) outbound(msg jsonrpc.Message) {
 
 // start prepares one call of the mcp tool and returns the work that
 // runs it, which the connection runs on its reader's goroutine (see
-// lineTap). The work returns once the call waits for its server: the
+// line.Tap). The work returns once the call waits for its server: the
 // answer is written by whoever hands the gateway its result (see
 // gatewayRunThen), on the server's connection's reader in the common
 // case, so that no goroutine waits for the server and none is woken to
 // read on in the meantime. start returns nil, leaving the call to the
 // SDK, when the connection is closing or a call with the same id is in
 // flight.
-func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, complete bool) func(yield func()) {
+func (l *leanServe) start(c *line.Conn, id jsonrpc.ID, args json.RawMessage, complete bool) func(yield func()) {
 	key := id.Raw()
 	l.mu.Lock()
 	if l.closing || l.inflight[key] != nil {
@@ -247,7 +217,7 @@ func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, comp
 				j.fault(v)
 			}
 		}()
-		ctx := withPanicHandler(withReaderYield(j.ctx, yield), j.fault)
+		ctx := turn.WithPanicHandler(turn.WithYield(j.ctx, yield), j.fault)
 		l.e.gatewayRunThen(ctx, args, j.finish)
 	}
 }
@@ -255,7 +225,7 @@ func (l *leanServe) start(c *lineConn, id jsonrpc.ID, args json.RawMessage, comp
 // leanJob is one call of the mcp tool.
 type leanJob struct {
 	l        *leanServe
-	c        *lineConn
+	c        *line.Conn
 	id       jsonrpc.ID
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -279,7 +249,7 @@ func (j *leanJob) fault(any) {
 	if j.answered.Swap(true) {
 		return
 	}
-	j.answer(noYield, nil, j.panicked())
+	j.answer(turn.NoYield, nil, j.panicked())
 }
 
 // panicked logs the stack of a panic being recovered and returns the
@@ -327,7 +297,7 @@ func (j *leanJob) answer(yield func(), res []byte, jerr *jsonrpc.Error) {
 		return
 	}
 	l.answered.Add(1)
-	_ = j.c.writeLine(leanResponse(j.id, res, jerr))
+	_ = j.c.WriteLine(jsonwire.AppendResponse(make([]byte, 0, len(res)+48), j.id, res, jerr))
 }
 
 // leanResultWire is the wire form of toolResult's CallToolResult, in the
@@ -348,13 +318,13 @@ type leanTextWire struct {
 }
 
 // encodeLeanResult encodes r as toolResult(r) encodes. The result of a
-// call, the common case, is written by hand (appendCallAnswer), sparing
-// the call encoding/json's reflection on the answer's path; any other,
-// and a call whose structured content the hand writing leaves alone,
-// goes through encoding/json.
+// call, the common case, is written by hand (jsonwire.AppendCallAnswer),
+// sparing the call encoding/json's reflection on the answer's path; any
+// other, and a call whose structured content the hand writing leaves
+// alone, goes through encoding/json.
 func encodeLeanResult(r GatewayResult, complete bool) ([]byte, error) {
-	if d, ok := r.Data.(CallResult); ok {
-		if b, ok := appendCallAnswer(make([]byte, 0, 2*len(r.Text)+len(d.Content)+256), r, d, complete); ok {
+	if a, ok := callAnswer(r, complete); ok {
+		if b, ok := jsonwire.AppendCallAnswer(make([]byte, 0, 2*len(r.Text)+len(a.Data.Content)+256), a); ok {
 			return b, nil
 		}
 	}
@@ -370,190 +340,33 @@ func encodeLeanResultJSON(r GatewayResult, complete bool) ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// leanResponse encodes one JSON-RPC response.
-func leanResponse(id jsonrpc.ID, result []byte, jerr *jsonrpc.Error) []byte {
-	b := make([]byte, 0, len(result)+48)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	switch v := id.Raw().(type) {
-	case int64:
-		b = strconv.AppendInt(b, v, 10)
-	case string:
-		q, _ := json.Marshal(v)
-		b = append(b, q...)
-	default:
-		b = append(b, "null"...)
+// callAnswer is r as the jsonwire.CallAnswer whose encoding is r's,
+// when r is the result of a call whose structured content, if any, is
+// JSON the server sent (a json.RawMessage); it reports false for any
+// other r.
+func callAnswer(r GatewayResult, complete bool) (jsonwire.CallAnswer, bool) {
+	d, ok := r.Data.(CallResult)
+	if !ok {
+		return jsonwire.CallAnswer{}, false
 	}
-	if jerr != nil {
-		e, _ := json.Marshal(jerr)
-		b = append(b, `,"error":`...)
-		b = append(b, e...)
-	} else {
-		b = append(b, `,"result":`...)
-		b = append(b, result...)
-	}
-	return append(b, '}')
-}
-
-// appendCallAnswer appends the encoding of r, whose Data is d, byte for
-// byte as json.Marshal encodes its leanResultWire. It reports false,
-// having appended nothing, when d's structured content is not a
-// json.RawMessage that encoding/json would copy as it is (compactRaw):
-// encodeLeanResult then leaves the whole result to encoding/json.
-func appendCallAnswer(b []byte, r GatewayResult, d CallResult, complete bool) ([]byte, bool) {
-	var structured json.RawMessage
+	a := jsonwire.CallAnswer{Text: r.Text, IsError: r.IsError, Complete: complete, Data: jsonwire.CallData{
+		Server: d.Server, Tool: d.Tool, Status: d.Status, Risk: string(d.Risk), Content: d.Content, Notes: d.Notes}}
 	switch v := d.Structured.(type) {
 	case nil:
 	case json.RawMessage:
-		if !compactRaw(v) {
-			return b, false
+		if v == nil {
+			return jsonwire.CallAnswer{}, false // encoding/json writes it as null
 		}
-		structured = v
+		a.Data.Structured = v
 	default:
-		return b, false
-	}
-	b = append(b, `{"content":[{"type":"text","text":`...)
-	b = appendQuoted(b, r.Text)
-	b = append(b, `}],"structuredContent":{"server":`...)
-	b = appendQuoted(b, d.Server)
-	b = append(b, `,"tool":`...)
-	b = appendQuoted(b, d.Tool)
-	b = append(b, `,"status":`...)
-	b = appendQuoted(b, d.Status)
-	b = append(b, `,"risk":`...)
-	b = appendQuoted(b, string(d.Risk))
-	b = append(b, `,"content":`...)
-	b = appendQuoted(b, d.Content)
-	if structured != nil {
-		b = append(b, `,"structuredContent":`...)
-		b = append(b, structured...)
+		return jsonwire.CallAnswer{}, false
 	}
 	if t := d.Truncation; t != nil {
-		b = append(b, `,"truncation":{"truncated":`...)
-		b = strconv.AppendBool(b, t.Truncated)
-		b = append(b, `,"returnedBytes":`...)
-		b = strconv.AppendInt(b, int64(t.ReturnedBytes), 10)
-		b = append(b, `,"totalBytes":`...)
-		b = strconv.AppendInt(b, int64(t.TotalBytes), 10)
-		b = append(b, `,"returnedLines":`...)
-		b = strconv.AppendInt(b, int64(t.ReturnedLines), 10)
-		b = append(b, `,"totalLines":`...)
-		b = strconv.AppendInt(b, int64(t.TotalLines), 10)
-		b = append(b, '}')
+		a.Data.Truncation = &jsonwire.Truncation{Truncated: t.Truncated, ReturnedBytes: t.ReturnedBytes, TotalBytes: t.TotalBytes,
+			ReturnedLines: t.ReturnedLines, TotalLines: t.TotalLines}
 	}
 	if c := d.Cache; c != nil {
-		b = append(b, `,"cache":{"id":`...)
-		b = appendQuoted(b, c.ID)
-		b = append(b, `,"read":`...)
-		b = appendQuoted(b, c.Read)
-		b = append(b, '}')
+		a.Data.Cache = &jsonwire.CacheRef{ID: c.ID, Read: c.Read}
 	}
-	if len(d.Notes) > 0 {
-		b = append(b, `,"notes":[`...)
-		for i, n := range d.Notes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendQuoted(b, n)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, '}')
-	if r.IsError {
-		b = append(b, `,"isError":true`...)
-	}
-	if complete {
-		b = append(b, `,"resultType":"complete"`...)
-	}
-	return append(b, '}'), true
-}
-
-// compactRaw reports whether encoding/json copies raw unchanged when it
-// encodes it as a json.RawMessage: raw is valid JSON with no space
-// outside its strings (which it would remove) and, inside them, none of
-// <, > and &, U+2028 and U+2029 (which it would escape).
-func compactRaw(raw []byte) bool {
-	if len(raw) == 0 || !json.Valid(raw) {
-		return false
-	}
-	in := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if in {
-			switch c {
-			case '\\':
-				i++ // the escaped byte, or the u of \uXXXX
-			case '"':
-				in = false
-			case '<', '>', '&':
-				return false
-			case 0xE2:
-				if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
-					return false
-				}
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			in = true
-		case ' ', '\t', '\n', '\r':
-			return false
-		}
-	}
-	return true
-}
-
-// appendQuoted appends s as a JSON string, byte for byte as encoding/json
-// encodes a string with HTML escaping (json.Marshal's): <, > and & and
-// control characters as \u00XX (but \b, \f, \n, \r and \t), bytes that
-// are not UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func appendQuoted(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return a, true
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/policies"
 	"github.com/voltmcp/voltmcp/wasm"
 )
@@ -430,7 +431,7 @@ func (b *auditBacklog) flush() {
 	b.armed = false
 	calls := b.take()
 	b.mu.Unlock()
-	b.write(calls, noYield)
+	b.write(calls, turn.NoYield)
 }
 
 // close writes the backlog and makes calls from now on write their own.
@@ -444,7 +445,7 @@ func (b *auditBacklog) close() {
 	}
 	calls := b.take()
 	b.mu.Unlock()
-	b.write(calls, noYield)
+	b.write(calls, turn.NoYield)
 }
 
 // auditQueueLen is how many records may wait for the disk.

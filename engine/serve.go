@@ -17,7 +17,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/rawio"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
 // maxGatewayInput bounds the JSON arguments of one mcp tool call.
@@ -57,14 +60,14 @@ func (e *Engine) gatewayCall(ctx context.Context, raw json.RawMessage) *mcp.Call
 
 // gatewayRun is gatewayCall before the result is made a CallToolResult.
 func (e *Engine) gatewayRun(ctx context.Context, raw json.RawMessage) GatewayResult {
-	return await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
+	return turn.Await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
 }
 
 // gatewayRunThen is gatewayRun that hands the result to then, once: on
 // this goroutine, or, for a call on the lean path, on the server's
 // connection's reader once the server answers (see gwCallThen).
 func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then func(yield func(), r GatewayResult)) {
-	here := readerYield(ctx)
+	here := turn.YieldFunc(ctx)
 	var in GatewayInput
 	if len(raw) > maxGatewayInput {
 		then(here, gwError("the input is %d bytes; the limit is %d", len(raw), maxGatewayInput))
@@ -135,7 +138,7 @@ func decodeGatewayInputJSON(raw json.RawMessage, in *GatewayInput) error {
 // input to the heap.
 func (in *GatewayInput) fastDecode(raw []byte) bool {
 	var out GatewayInput
-	if !objectMembers(raw, func(key string, val []byte) bool {
+	if !jsonwire.ObjectMembers(raw, func(key string, val []byte) bool {
 		var field *string
 		switch key {
 		case "action":
@@ -162,7 +165,7 @@ func (in *GatewayInput) fastDecode(raw []byte) bool {
 		default:
 			return false
 		}
-		s, ok := plainString(val)
+		s, ok := jsonwire.PlainString(val)
 		*field = s
 		return ok
 	}) {
@@ -205,7 +208,7 @@ func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 // serveStdio serves with lean answering what it can; ctx must end no
 // later than lean's.
 func (e *Engine) serveStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser, lean *leanServe) error {
-	err := e.newMCPServer().Run(ctx, &lineTransport{r: in, w: out, tap: lean})
+	err := e.newMCPServer().Run(ctx, &line.Transport{Reader: in, Writer: out, Tap: lean, Check: e.readerCheck.Load()})
 	lean.wait()
 	return err
 }

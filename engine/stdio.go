@@ -18,7 +18,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/rawio"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
 // stdioTransport starts a server as a child process and speaks MCP over
@@ -38,10 +40,13 @@ type stdioTransport struct {
 	maxLine int
 	// mark is the child's run mark, given to it as runEnv; "" gives none.
 	mark string
+	// check, when set, checks the work on the connection's reader
+	// (Engine.readerCheck).
+	check *turn.Check
 
 	mu   sync.Mutex
-	proc *process  // the running child, for Close and tests
-	conn *lineConn // its connection, for the engine's own calls
+	proc *process   // the running child, for Close and tests
+	conn *line.Conn // its connection, for the engine's own calls
 }
 
 // Connect starts the process.
@@ -95,13 +100,13 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.mu.Lock()
 	t.proc = p
 	t.mu.Unlock()
-	conn, err := (&lineTransport{r: p.reader(), w: p, max: t.maxLine, client: true}).Connect(ctx)
+	conn, err := (&line.Transport{Reader: p.reader(), Writer: p, MaxMessage: t.maxLine, Client: true, Check: t.check}).Connect(ctx)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
 	t.mu.Lock()
-	t.conn, _ = conn.(*lineConn)
+	t.conn, _ = conn.(*line.Conn)
 	t.mu.Unlock()
 	return conn, nil
 }
@@ -236,7 +241,7 @@ func resolveCommand(command, dir string, env []string) (string, error) {
 }
 
 // lineConn is the connection Connect made, or nil before it.
-func (t *stdioTransport) lineConn() *lineConn {
+func (t *stdioTransport) lineConn() *line.Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.conn

@@ -17,7 +17,9 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/redact"
 )
 
@@ -51,7 +53,7 @@ type supervisor struct {
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
-	line            *lineConn          // the session's connection when it is stdio, for calls on the lean path
+	conn            *line.Conn         // the session's connection when it is stdio, for calls on the lean path
 	proc            *process           // the last stdio child started, for its exit status (explain)
 	httpT           *headerTransport   // the last HTTP transport made, for its last status (explain)
 	endSession      context.CancelFunc // ends the context the session was opened with
@@ -185,7 +187,7 @@ func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		if ch := s.connecting; ch != nil {
 			s.mu.Unlock()
-			yieldReader(ctx)
+			turn.Yield(ctx)
 			select {
 			case <-ch:
 				continue
@@ -196,7 +198,7 @@ func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 		ch := make(chan struct{})
 		s.connecting = ch
 		s.mu.Unlock()
-		yieldReader(ctx) // starting a server takes a while
+		turn.Yield(ctx) // starting a server takes a while
 		err := s.connect(ctx)
 		s.mu.Lock()
 		s.connecting = nil
@@ -224,7 +226,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	sctx, cancelSession := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
-	cs, line, transport, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
+	cs, conn, transport, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
 	expired := !timer.Stop()
 	stopWatch()
 	if err != nil {
@@ -274,7 +276,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	}
 	s.gen++
 	gen := s.gen
-	s.session, s.line, s.transport, s.endSession = cs, line, transport, cancelSession
+	s.session, s.conn, s.transport, s.endSession = cs, conn, transport, cancelSession
 	s.mu.Unlock()
 	s.setStatus(StatusConnected, "")
 	s.wg.Add(1)
@@ -291,7 +293,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 // server it also returns the session's connection, for the engine's own
 // calls; for an HTTP server, the status of the last POST, which tells
 // an authorization failure from others.
-func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *lineConn, string, int32, error) {
+func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, string, int32, error) {
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.refreshAsync("tools/list_changed") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.refreshAsync("resources/list_changed") },
@@ -374,7 +376,7 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 		return nil, err
 	}
 	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
-		grace: s.e.grace, maxLine: messageCap(s.lim), mark: s.e.runs.mark()}, nil
+		grace: s.e.grace, maxLine: messageCap(s.lim), mark: s.e.runs.mark(), check: s.e.readerCheck.Load()}, nil
 }
 
 // discovery is one listing of a server's metadata in flight; done
@@ -392,7 +394,7 @@ func (d *discovery) wait(ctx context.Context) error {
 		return d.err
 	default:
 	}
-	yieldReader(ctx)
+	turn.Yield(ctx)
 	select {
 	case <-d.done:
 		return d.err
@@ -625,7 +627,7 @@ func (s *supervisor) watch(cs *mcp.ClientSession, gen uint64) {
 	s.mu.Lock()
 	current := s.gen == gen && s.session == cs
 	if current {
-		s.session, s.line = nil, nil
+		s.session, s.conn = nil, nil
 		if s.endSession != nil {
 			s.endSession()
 			s.endSession = nil
@@ -766,7 +768,7 @@ func (s *supervisor) refresh(ctx context.Context) error {
 				if s.getStatus() != StatusReady {
 					return nil // the session ended meanwhile: the next use connects
 				}
-				yieldReader(ctx)
+				turn.Yield(ctx)
 				return s.discover(ctx, cs)
 			}
 		}
@@ -841,7 +843,7 @@ func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) li
 	}
 	timer := time.NewTimer(within)
 	defer timer.Stop()
-	yieldReader(ctx) // a listing takes a while
+	turn.Yield(ctx) // a listing takes a while
 	for inFlight != nil {
 		select {
 		case <-inFlight:
@@ -916,7 +918,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, de
 	}
 	s.calls[callID] = tool
 	s.mu.Unlock()
-	here := readerYield(ctx)
+	here := turn.YieldFunc(ctx)
 	end := func(yield func(), res *mcp.CallToolResult, err error) {
 		s.mu.Lock()
 		s.inflight--
@@ -958,7 +960,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, de
 			if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 				err = fmt.Errorf("call %s timed out after %s", tool, timeout)
 			} else if s.oversized.Load() != tripsBefore {
-				err = fmt.Errorf("%w: %v", errMessageTooLarge, err)
+				err = fmt.Errorf("%w: %v", line.ErrMessageTooLarge, err)
 			} else {
 				err = s.explain("tools/call", err)
 			}
@@ -976,7 +978,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, de
 			params.SetProgressToken(progress)
 		}
 		res, err := cs.CallTool(cctx, params)
-		done(noYield, res, err)
+		done(turn.NoYield, res, err)
 	}
 	lean := s.leanCall(cctx, cs, tool, args, progress, func(yield func(), res *mcp.CallToolResult, err error) {
 		if errors.Is(err, errNeedsSDK) {
@@ -1068,7 +1070,7 @@ func (s *supervisor) disconnect(final Status) {
 	s.mu.Lock()
 	s.stopIdleLocked()
 	cs, end := s.session, s.endSession
-	s.session, s.line, s.endSession = nil, nil, nil
+	s.session, s.conn, s.endSession = nil, nil, nil
 	s.gen++
 	s.mu.Unlock()
 	if cs != nil {
@@ -1097,7 +1099,7 @@ func (s *supervisor) closeSession(gen uint64) {
 	s.mu.Lock()
 	cs, end := s.session, s.endSession
 	if s.gen == gen {
-		s.session, s.line, s.endSession = nil, nil, nil
+		s.session, s.conn, s.endSession = nil, nil, nil
 		s.gen++
 	} else {
 		cs, end = nil, nil

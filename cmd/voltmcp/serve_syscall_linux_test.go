@@ -52,7 +52,7 @@ func TestServeWaitsInNoSystemCall(t *testing.T) {
 	var readers int
 	for _, g := range goroutines {
 		g = strings.TrimSpace(g)
-		if strings.Contains(g, "engine.(*lineConn).read") {
+		if strings.Contains(g, "line.(*Conn).read") {
 			readers++
 		}
 		if strings.HasPrefix(g, "goroutine ") && strings.Contains(strings.SplitN(g, "\n", 2)[0], "[syscall") &&

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 )
 
 // The kinds of record voltmcp writes. Kind is a plain string so that a
@@ -263,7 +264,7 @@ func plainValue(v any, redact func(string) string) (any, bool) {
 		if x == "" {
 			return json.Number("0"), true
 		}
-		return x, isValidNumber(string(x))
+		return x, jsonwire.IsNumber(string(x))
 	case int:
 		return json.Number(strconv.FormatInt(int64(x), 10)), true
 	case int8:
@@ -379,20 +380,7 @@ func decodeValue(b []byte) (any, bool) {
 // plainString is s as a JSON round trip gives it back (every byte that is
 // not valid UTF-8 replaced by U+FFFD, as encoding/json does), redacted.
 func plainString(s string, redact func(string) string) string {
-	if !utf8.ValidString(s) {
-		var b strings.Builder
-		b.Grow(len(s) + 8)
-		for i := 0; i < len(s); {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b.WriteRune(utf8.RuneError)
-			} else {
-				b.WriteString(s[i : i+size])
-			}
-			i += size
-		}
-		s = b.String()
-	}
+	s = jsonwire.RoundTripString(s)
 	if redact != nil {
 		s = redact(s)
 	}
@@ -407,36 +395,6 @@ func validKeys[V any](m map[string]V) bool {
 		}
 	}
 	return true
-}
-
-// isValidNumber reports whether s is a JSON number, the test
-// encoding/json applies to a json.Number it encodes.
-func isValidNumber(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	switch {
-	case s == "":
-		return false
-	case s[0] == '0':
-		s = s[1:]
-	case '1' <= s[0] && s[0] <= '9':
-		s = strings.TrimLeft(s[1:], "0123456789")
-	default:
-		return false
-	}
-	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
-		s = strings.TrimLeft(s[2:], "0123456789")
-	}
-	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
-		s = s[1:]
-		if s[0] == '+' || s[0] == '-' {
-			s = s[1:]
-			if s == "" {
-				return false
-			}
-		}
-		s = strings.TrimLeft(s, "0123456789")
-	}
-	return s == ""
 }
 
 // redactValue applies redact to every string and map key in a plain JSON

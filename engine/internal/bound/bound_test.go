@@ -1,9 +1,11 @@
 package bound
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -343,8 +345,15 @@ func checkText(t *testing.T, out string, maxChars int) {
 	}
 }
 
+// FuzzSchema checks Schema on any input: its output is valid, compact
+// (a second pass changes nothing), within the bounds; and when nothing
+// was cleaned or clipped, the output is the input's value as
+// encoding/json reads it, compact, with its strings as encoding/json
+// writes them (jsonwire.AppendQuotedNoHTML): the walk copies what it
+// reads.
 func FuzzSchema(f *testing.F) {
-	for _, s := range []string{`{"type":"object"}`, nested(10), `{"enum":[1,2,3,4,5,6]}`, `{"$ref":"#","description":"\u001b[1m"}`, `{"a":[[[[[]]]]]}`, `{"a":1,"a":2}`, `[]`, `{`} {
+	for _, s := range []string{`{"type":"object"}`, nested(10), `{"enum":[1,2,3,4,5,6]}`, `{"$ref":"#","description":"\u001b[1m"}`, `{"a":[[[[[]]]]]}`, `{"a":1,"a":2}`, `[]`, `{`,
+		`{"a" : [ 1.50e3, true, null, "<\u00e9>" ], "b":{"\u0041":"x\/y"}}`} {
 		f.Add([]byte(s))
 	}
 	l := Limits{MaxSchemaDepth: 6, MaxEnumValues: 4, MaxSchemaBytes: 4096, MaxDescriptionChars: 16, MaxTitleChars: 8}
@@ -369,7 +378,62 @@ func FuzzSchema(f *testing.F) {
 		if again, r, err := Schema(out, l); err != nil || string(again) != string(out) || r.Changed() {
 			t.Fatalf("not idempotent: %q then %q, %v, %+v", out, again, err, r)
 		}
+		if _, r, _ := Schema(data, l); r.Changed() || !plainStrings(t, data) {
+			return
+		}
+		if in, got := decodeNumbers(t, data), decodeNumbers(t, out); !reflect.DeepEqual(in, got) {
+			t.Fatalf("nothing cleaned, but %q became %q", data, out)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, out); err != nil || compact.String() != string(out) {
+			t.Fatalf("%q is not compact", out)
+		}
 	})
+}
+
+// decodeNumbers decodes one JSON value, numbers as json.Number.
+func decodeNumbers(t *testing.T, data []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%q: %v", data, err)
+	}
+	return v
+}
+
+// plainStrings reports whether every string and key of the JSON value
+// in data is one that cleaning keeps as it is, as a text and as an
+// output.
+func plainStrings(t *testing.T, data []byte) bool {
+	plain := true
+	var walk func(v any)
+	check := func(s string) {
+		if txt, _ := SanitizeText(s, 0); txt != s {
+			plain = false
+		}
+		if out, _ := sanitize.Output(s); out != s {
+			plain = false
+		}
+	}
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			check(x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				check(k)
+				walk(e)
+			}
+		}
+	}
+	walk(decodeNumbers(t, data))
+	return plain
 }
 
 // typicalSchema is an input schema of about 2 KiB, as real servers send.

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/sanitize"
 )
 
@@ -66,7 +66,9 @@ type frame struct {
 
 // boundJSON copies the JSON object raw compactly, within l, cleaning
 // strings; in a schema (schema set), enums are clipped and references
-// counted.
+// counted. Each string is written as encoding/json writes it without
+// escaping HTML (jsonwire.AppendQuotedNoHTML: the bound is checked on
+// the schema's own size), each number as it came.
 func boundJSON(raw []byte, l Limits, r *Report, schema bool) (json.RawMessage, error) {
 	if len(raw) > l.MaxSchemaBytes {
 		return nil, fmt.Errorf("%d bytes, over the limit of %d", len(raw), l.MaxSchemaBytes)
@@ -127,7 +129,7 @@ func boundJSON(raw []byte, l Limits, r *Report, schema bool) (json.RawMessage, e
 				if top.n > 0 {
 					out = append(out, ',')
 				}
-				out = appendQuoted(out, key)
+				out = jsonwire.AppendQuotedNoHTML(out, key)
 				out = append(out, ':')
 			}
 			top.n++
@@ -174,16 +176,16 @@ func boundJSON(raw []byte, l Limits, r *Report, schema bool) (json.RawMessage, e
 				case keyDescription, keyComment:
 					s, rr := SanitizeText(v, l.MaxDescriptionChars)
 					r.Add(rr)
-					out = appendQuoted(out, s)
+					out = jsonwire.AppendQuotedNoHTML(out, s)
 					continue
 				case keyTitle:
 					s, rr := SanitizeText(v, l.MaxTitleChars)
 					r.Add(rr)
-					out = appendQuoted(out, s)
+					out = jsonwire.AppendQuotedNoHTML(out, s)
 					continue
 				}
 			}
-			out = appendQuoted(out, stripHidden(v, r))
+			out = jsonwire.AppendQuotedNoHTML(out, stripHidden(v, r))
 		case json.Number:
 			// A number no float64 holds is valid JSON that encoding/json
 			// (and the agent's parser, as Infinity) cannot take back.
@@ -239,55 +241,4 @@ func stripHidden(s string, r *Report) string {
 	r.Invisible += sr.Invisible
 	r.InvalidUTF8 += sr.InvalidUTF8
 	return out
-}
-
-// appendQuoted appends s, valid UTF-8, as a JSON string. Only what JSON
-// requires is escaped, plus U+2028 and U+2029 for JavaScript readers.
-func appendQuoted(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		ru, size := utf8.DecodeRuneInString(s[i:])
-		if ru == 0x2028 || ru == 0x2029 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[ru&0xf])
-			i += size
-			start = i
-			continue
-		}
-		if ru == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -64,7 +64,7 @@ func (w *Walker) Walk(data []byte, fn func(path []Step, key, str []byte) bool) {
 	defer func() { w.stack, w.path = stack[:0], path[:0] }()
 	// The root is not a member: it has a stack entry but no step, so
 	// len(path) == len(stack)-1 throughout.
-	i := walkSpace(data, 0)
+	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' && data[i] != '[' {
 		return
 	}
@@ -72,7 +72,7 @@ func (w *Walker) Walk(data []byte, fn func(path []Step, key, str []byte) bool) {
 	i++
 	first := true // no member or element read yet in the open container
 	for len(stack) > 0 {
-		if i = walkSpace(data, i); i >= len(data) {
+		if i = SkipSpace(data, i); i >= len(data) {
 			return
 		}
 		obj := stack[len(stack)-1]
@@ -89,7 +89,7 @@ func (w *Walker) Walk(data []byte, fn func(path []Step, key, str []byte) bool) {
 			if data[i] != ',' {
 				return
 			}
-			if i = walkSpace(data, i+1); i >= len(data) {
+			if i = SkipSpace(data, i+1); i >= len(data) {
 				return
 			}
 		}
@@ -101,10 +101,10 @@ func (w *Walker) Walk(data []byte, fn func(path []Step, key, str []byte) bool) {
 			if key, i, ok = walkString(data, i); !ok {
 				return
 			}
-			if i = walkSpace(data, i); i >= len(data) || data[i] != ':' {
+			if i = SkipSpace(data, i); i >= len(data) || data[i] != ':' {
 				return
 			}
-			if i = walkSpace(data, i+1); i >= len(data) {
+			if i = SkipSpace(data, i+1); i >= len(data) {
 				return
 			}
 			step = Step{Key: key}
@@ -141,15 +141,6 @@ func (w *Walker) Walk(data []byte, fn func(path []Step, key, str []byte) bool) {
 			return
 		}
 	}
-}
-
-// walkSpace returns the index of the first byte at or after i that is
-// not JSON white space.
-func walkSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // isWalkDelim reports whether c ends a number or a literal (true, false,

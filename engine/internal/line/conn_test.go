@@ -1,4 +1,4 @@
-package engine
+package line
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
 // nopWriteCloser discards writes.
@@ -19,10 +21,10 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// readAll reads messages from a lineConn over input until an error.
+// readAll reads messages from a Conn over input until an error.
 func readAll(t *testing.T, input string, max int) ([]jsonrpc.Message, error) {
 	t.Helper()
-	c, err := (&lineTransport{r: io.NopCloser(strings.NewReader(input)), w: nopWriteCloser{io.Discard}, max: max}).Connect(context.Background())
+	c, err := (&Transport{Reader: io.NopCloser(strings.NewReader(input)), Writer: nopWriteCloser{io.Discard}, MaxMessage: max}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestLineConnLimitIsPerMessage(t *testing.T) {
 func TestLineConnCloseUnblocksRead(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
-	c, err := (&lineTransport{r: r, w: nopWriteCloser{io.Discard}}).Connect(context.Background())
+	c, err := (&Transport{Reader: r, Writer: nopWriteCloser{io.Discard}}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestLineConnCloseUnblocksRead(t *testing.T) {
 
 func TestLineConnWritesOneLinePerMessage(t *testing.T) {
 	var sb strings.Builder
-	c, err := (&lineTransport{r: io.NopCloser(strings.NewReader("")), w: nopWriteCloser{&sb}}).Connect(context.Background())
+	c, err := (&Transport{Reader: io.NopCloser(strings.NewReader("")), Writer: nopWriteCloser{&sb}}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func TestLineConnWritesOneLinePerMessage(t *testing.T) {
 }
 
 // TestLineConnServesTheSDKClient runs a real SDK client against the
-// gateway over lineTransport, the way `voltmcp serve` runs.
+// gateway over Transport, the way `voltmcp serve` runs.
 func TestLineConnServesTheSDKClient(t *testing.T) {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
@@ -169,8 +171,8 @@ func TestLineConnServesTheSDKClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, &lineTransport{r: sr, w: sw}) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, &lineTransport{r: cr, w: cw}, nil)
+	go func() { done <- srv.Run(ctx, &Transport{Reader: sr, Writer: sw}) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, &Transport{Reader: cr, Writer: cw}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +187,10 @@ func TestLineConnServesTheSDKClient(t *testing.T) {
 	}
 }
 
-// ownCallPeer is the far end of a client lineConn: it reads the
+// ownCallPeer is the far end of a client Conn: it reads the
 // requests the connection writes and answers them as the test says.
 type ownCallPeer struct {
-	c     *lineConn
+	c     *Conn
 	lines chan string    // what the connection wrote
 	out   io.WriteCloser // what the connection reads
 }
@@ -197,12 +199,12 @@ func newOwnCallPeer(t *testing.T) *ownCallPeer {
 	t.Helper()
 	cr, pw := io.Pipe()
 	pr, cw := io.Pipe()
-	conn, err := (&lineTransport{r: cr, w: cw, client: true}).Connect(context.Background())
+	conn, err := (&Transport{Reader: cr, Writer: cw, Client: true}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(); pw.Close(); pr.Close() })
-	p := &ownCallPeer{c: conn.(*lineConn), lines: make(chan string, 16), out: pw}
+	p := &ownCallPeer{c: conn.(*Conn), lines: make(chan string, 16), out: pw}
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
@@ -259,7 +261,7 @@ type ownAnswer struct {
 // goes; each reply runs do, if set, first.
 func (p *ownCallPeer) sendCall(ctx context.Context, do func(yield func())) <-chan ownAnswer {
 	got := make(chan ownAnswer, 1)
-	p.c.send(ctx, "tools/call", json.RawMessage(`{"name":"x"}`), func(yield func(), result json.RawMessage, err error) {
+	p.c.Send(ctx, "tools/call", json.RawMessage(`{"name":"x"}`), func(yield func(), result json.RawMessage, err error) {
 		if do != nil {
 			do(yield)
 		}
@@ -320,10 +322,7 @@ func TestLineConnSendRunsRepliesOnTheReader(t *testing.T) {
 	if a := waitAnswer(t, third); !errors.As(a.err, &werr) || werr.Message != "no such tool" {
 		t.Fatalf("error response: %+v", a)
 	}
-	p.c.pendMu.Lock()
-	left := len(p.c.pending)
-	p.c.pendMu.Unlock()
-	if left != 0 {
+	if left := p.c.Pending(); left != 0 {
 		t.Errorf("%d calls left in flight", left)
 	}
 }
@@ -351,25 +350,25 @@ func TestLineConnSendEnds(t *testing.T) {
 		got := p.sendCall(context.Background(), nil)
 		p.next(t)
 		go p.c.Close()
-		if a := waitAnswer(t, got); !errors.Is(a.err, errConnClosed) {
+		if a := waitAnswer(t, got); !errors.Is(a.err, ErrConnClosed) {
 			t.Fatalf("call in flight at close: %+v", a)
 		}
-		if a := waitAnswer(t, p.sendCall(context.Background(), nil)); !errors.Is(a.err, errConnClosed) {
+		if a := waitAnswer(t, p.sendCall(context.Background(), nil)); !errors.Is(a.err, ErrConnClosed) {
 			t.Fatalf("call after close: %+v", a)
 		}
 	})
 	t.Run("read-error", func(t *testing.T) {
 		cr, pw := io.Pipe()
-		conn, err := (&lineTransport{r: cr, w: nopWriteCloser{io.Discard}, client: true, max: 64}).Connect(context.Background())
+		conn, err := (&Transport{Reader: cr, Writer: nopWriteCloser{io.Discard}, Client: true, MaxMessage: 64}).Connect(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		p := &ownCallPeer{c: conn.(*lineConn), out: pw}
+		p := &ownCallPeer{c: conn.(*Conn), out: pw}
 		got := p.sendCall(context.Background(), nil)
 		go io.WriteString(pw, `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`+strings.Repeat("x", 100)+`"}}`+"\n")
 		a := waitAnswer(t, got)
-		if !errors.Is(a.err, errConnClosed) || !errors.Is(a.err, errMessageTooLarge) {
+		if !errors.Is(a.err, ErrConnClosed) || !errors.Is(a.err, ErrMessageTooLarge) {
 			t.Fatalf("call in flight when the reading failed: %+v", a)
 		}
 	})
@@ -377,11 +376,11 @@ func TestLineConnSendEnds(t *testing.T) {
 
 // TestLineConnReplyPanics checks that a panic in a reply, which runs on
 // the connection's reader, goes to the handler its call's context
-// carries, and that await raises it again on the goroutine that waits.
+// carries, and that turn.Await raises it again on the goroutine that waits.
 func TestLineConnReplyPanics(t *testing.T) {
 	p := newOwnCallPeer(t)
 	handled := make(chan any, 1)
-	ctx := withPanicHandler(context.Background(), func(v any) { handled <- v })
+	ctx := turn.WithPanicHandler(context.Background(), func(v any) { handled <- v })
 	p.sendCall(ctx, func(func()) { panic("reply bug") })
 	id, _ := p.next(t)
 	p.answer(t, id, `{}`)
@@ -404,8 +403,8 @@ func TestLineConnReplyPanics(t *testing.T) {
 	raised := make(chan any, 1)
 	go func() {
 		defer func() { raised <- recover() }()
-		await(context.Background(), func(ctx context.Context, then func(func(), string)) {
-			p.c.send(ctx, "tools/call", json.RawMessage(`{}`), func(yield func(), _ json.RawMessage, _ error) {
+		turn.Await(context.Background(), func(ctx context.Context, then func(func(), string)) {
+			p.c.Send(ctx, "tools/call", json.RawMessage(`{}`), func(yield func(), _ json.RawMessage, _ error) {
 				panic("awaited reply bug")
 			})
 		})
@@ -419,5 +418,79 @@ func TestLineConnReplyPanics(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("await did not return")
+	}
+}
+
+// checkTap hands every request to work it runs on the reader.
+type checkTap struct {
+	work func(method string, yield func())
+}
+
+func (t checkTap) Inbound(_ *Conn, msg jsonrpc.Message) (bool, func(yield func())) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false, nil
+	}
+	return true, func(yield func()) { t.work(req.Method, yield) }
+}
+func (checkTap) Outbound(jsonrpc.Message) {}
+func (checkTap) Drain()                   {}
+
+// waitForPeer blocks, as work that waits on a peer would.
+func waitForPeer(ch <-chan struct{}) { <-ch }
+
+// TestConnChecksThatWorkYieldsBeforeItBlocks checks the connection's
+// checked mode (Transport.Check): a tap's work that blocks on the
+// reader before it yields is reported, with the blocking step in the
+// stack, while work that yields first and then blocks is not, and the
+// connection reads on meanwhile.
+func TestConnChecksThatWorkYieldsBeforeItBlocks(t *testing.T) {
+	reported := make(chan string, 4)
+	check := &turn.Check{Limit: 50 * time.Millisecond, Held: func(_ time.Duration, stack string) { reported <- stack }}
+	release := make(chan struct{})
+	answered := make(chan string, 4)
+	tap := checkTap{work: func(method string, yield func()) {
+		if method != "blocks" {
+			yield()
+		}
+		waitForPeer(release) // for "blocks", the bug: no yield first
+		answered <- method
+	}}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	conn, err := (&Transport{Reader: pr, Writer: nopWriteCloser{io.Discard}, Tap: tap, Check: check}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	write := func(method string) {
+		t.Helper()
+		if _, err := io.WriteString(pw, `{"jsonrpc":"2.0","id":1,"method":"`+method+`"}`+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("yields")
+	write("yields") // read while the first waits: it yielded
+	write("blocks") // read while both wait
+	select {
+	case stack := <-reported:
+		if !strings.Contains(stack, "line.waitForPeer") || !strings.Contains(stack, "line.TestConnChecksThatWorkYieldsBeforeItBlocks") {
+			t.Errorf("the report does not name the blocking step:\n%s", stack)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("work that blocked on the reader was not reported")
+	}
+	select {
+	case stack := <-reported:
+		t.Errorf("more than the blocking work was reported:\n%s", stack)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	for range 3 {
+		select {
+		case <-answered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the work did not end")
+		}
 	}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/rawio"
 )
 
-// DefaultGrace is how long a stdio server gets to exit after its stdin
-// closes, and again after SIGTERM, when [Command.Grace] is not set by
-// the caller's own default.
+// DefaultGrace is the grace a stdio server usually gets ([Command.Grace]):
+// how long it has to exit after its stdin closes, and again after
+// SIGTERM. The engine's stop grace is this unless its options name one.
 const DefaultGrace = 2 * time.Second
 
 // StderrDrain bounds how long a server's stderr is read after it exited
@@ -38,7 +38,8 @@ type Command struct {
 	// discards it.
 	Stderr io.Writer
 	// Grace is how long the child gets to exit after its stdin closes,
-	// and again after SIGTERM, when it is stopped.
+	// and again after SIGTERM, when it is stopped; zero gives it no time
+	// (the engine gives it [DefaultGrace] or its options' stop grace).
 	Grace time.Duration
 	// Mark is the child's run mark, given to it as [RunEnv] in place of
 	// one the environment holds (see [Runs]); "" gives none.

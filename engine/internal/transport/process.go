@@ -23,9 +23,9 @@ import (
 // SIGTERM. The engine's stop grace is this unless its options name one.
 const DefaultGrace = 2 * time.Second
 
-// StderrDrain bounds how long a server's stderr is read after it exited
+// stderrDrain bounds how long a server's stderr is read after it exited
 // (exec.Cmd.WaitDelay).
-const StderrDrain = 500 * time.Millisecond
+const stderrDrain = 500 * time.Millisecond
 
 // Command is a stdio server to start: its program, resolved (see
 // [ResolveCommand]), and how it runs.
@@ -72,7 +72,7 @@ func Start(c Command) (*Process, error) {
 	// Once the child has exited, its stderr (copied into the ring) is
 	// read for at most this long: a grandchild that holds the pipe open
 	// never keeps Wait, and so a stop, waiting.
-	cmd.WaitDelay = StderrDrain
+	cmd.WaitDelay = stderrDrain
 	setProcessGroup(cmd)
 	// The pipes are made here rather than by StdinPipe and StdoutPipe,
 	// so that the engine's ends can be read and written with raw system

@@ -75,14 +75,14 @@ func (s *supervisor) explain(op string, err error) error {
 	p, ht := s.proc, s.httpT
 	s.mu.Unlock()
 	if s.cfg.IsStdio() && p != nil {
-		if how, ok := p.exitStatus(exitWait); ok {
+		if how, ok := p.ExitStatus(exitWait); ok {
 			msg := fmt.Sprintf("server %q exited (%s)%s", s.cfg.ID, how, during)
 			if tail := s.stderrTail(); tail != "" {
 				msg += "; stderr tail: " + tail
 			}
-			return &explainedError{msg: s.scrub.text(msg), cause: err}
+			return &explainedError{msg: s.scrub.Text(msg), cause: err}
 		}
-		return &explainedError{msg: s.scrub.text(fmt.Sprintf("server %q closed its connection%s but is still running: %v", s.cfg.ID, during, err)), cause: err}
+		return &explainedError{msg: s.scrub.Text(fmt.Sprintf("server %q closed its connection%s but is still running: %v", s.cfg.ID, during, err)), cause: err}
 	}
 	why := "the connection ended"
 	switch {
@@ -94,11 +94,11 @@ func (s *supervisor) explain(op string, err error) error {
 		why = "the server closed the connection"
 	}
 	if ht != nil {
-		if status := ht.lastPOST.Load(); status >= 400 {
+		if status := ht.LastPOST(); status >= 400 {
 			why += fmt.Sprintf(" (its last answer was HTTP %d)", status)
 		}
 	}
-	return &explainedError{msg: s.scrub.text(fmt.Sprintf("server %q: %s%s: %v", s.cfg.ID, why, during, err)), cause: err}
+	return &explainedError{msg: s.scrub.Text(fmt.Sprintf("server %q: %s%s: %v", s.cfg.ID, why, during, err)), cause: err}
 }
 
 // connectionEnded reports whether err says the connection to a server
@@ -141,5 +141,5 @@ func (s *supervisor) stderrTail() string {
 	if len(tail) > stderrTailBytes {
 		tail = "…" + strings.ToValidUTF8(tail[len(tail)-stderrTailBytes:], "")
 	}
-	return s.scrub.text(tail)
+	return s.scrub.Text(tail)
 }

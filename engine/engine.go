@@ -30,6 +30,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/search"
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/policies"
 )
@@ -182,7 +183,7 @@ type Engine struct {
 	servers map[string]*supervisor
 
 	// runs marks the stdio servers started and keeps the reaper.
-	runs runs
+	runs transport.Runs
 }
 
 // New builds the Engine for a workspace: it loads the config (unless
@@ -217,7 +218,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 		e.lookup = os.LookupEnv
 	}
 	if e.grace <= 0 {
-		e.grace = defaultGrace
+		e.grace = transport.DefaultGrace
 	}
 	if e.httpBase == nil {
 		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
@@ -323,7 +324,7 @@ func (e *Engine) Close() error {
 		go func() { defer wg.Done(); s.close() }()
 	}
 	wg.Wait()
-	e.runs.close()
+	e.runs.Close()
 	if g := e.guard.Load(); g != nil {
 		g.close()
 	}

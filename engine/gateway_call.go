@@ -396,7 +396,7 @@ func (e *Engine) gwReadResource(ctx context.Context, in GatewayInput) GatewayRes
 	if err != nil {
 		finishRecord(&rec, "error", start, "", "", false)
 		e.record(ctx, rec)
-		return gwError("read %s: %v", in.ResourceURI, s.scrub.err(s.explain("resources/read", err)))
+		return gwError("read %s: %v", in.ResourceURI, s.scrub.Err(s.explain("resources/read", err)))
 	}
 	var parts []string
 	for _, c := range res.Contents {
@@ -477,7 +477,7 @@ func (e *Engine) gwGetPrompt(ctx context.Context, in GatewayInput) GatewayResult
 	defer cancel()
 	res, err := cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: in.Prompt, Arguments: sargs})
 	if err != nil {
-		return gwError("get prompt %s: %v", in.Prompt, s.scrub.err(s.explain("prompts/get", err)))
+		return gwError("get prompt %s: %v", in.Prompt, s.scrub.Err(s.explain("prompts/get", err)))
 	}
 	var parts []string
 	for _, m := range res.Messages {

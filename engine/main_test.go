@@ -210,8 +210,8 @@ func waitGone(t *testing.T, pids ...int) {
 }
 
 // children lists the live child processes of this test process, but
-// for engines' reapers (reaper_linux.go), which live as long as their
-// engine.
+// for engines' reapers (engine/internal/transport/reaper_linux.go),
+// which live as long as their engine.
 func children() []int {
 	var out []int
 	me := os.Getpid()

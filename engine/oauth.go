@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -24,6 +23,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/oauthguard"
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/safefile"
 )
 
@@ -102,7 +103,7 @@ type oauthHandler struct {
 	s            *supervisor
 	sdk          *auth.AuthorizationCodeHandler
 	client       *http.Client // through guard
-	guard        *oauthGuard
+	guard        *oauthguard.Guard
 	endpoint     string
 	resourceMeta string   // auth.resourceMetadataUrl, expanded
 	scopes       []string // auth.scope, split
@@ -131,7 +132,7 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 			return "", fmt.Errorf("auth %s: %w", field, err)
 		}
 		if secret || cue.HasEnvRef(v) && field != "clientId" {
-			s.scrub.add(out)
+			s.scrub.Add(out)
 		}
 		return out, nil
 	}
@@ -171,19 +172,19 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	// issued it (auth.issuer, or one at the url's origin): the guard
 	// refuses discovery that leads anywhere else before the client's
 	// credentials could be sent.
-	policy := oauthPolicy{allowLoopback: a.AllowInsecureLoopback, bound: clientID != "", issuer: issuer}
+	policy := oauthguard.Policy{AllowLoopback: a.AllowInsecureLoopback, Bound: clientID != "", Issuer: issuer}
 	for i, own := range []string{endpoint, resourceMeta} {
 		if u, err := url.Parse(own); err == nil && own != "" {
-			if o, ok := originOf(u); ok {
-				policy.own = append(policy.own, o)
+			if o, ok := transport.OriginOf(u); ok {
+				policy.Own = append(policy.Own, o)
 				if i == 0 {
-					policy.home = o
+					policy.Home = o
 				}
 			}
 		}
 	}
-	guard := newOAuthGuard(s.cfg.ID, policy, redirect, s.e.httpBase)
-	h := &oauthHandler{s: s, client: httpClient(guard), guard: guard, endpoint: endpoint, resourceMeta: resourceMeta,
+	guard := oauthguard.New(s.cfg.ID, policy, redirect, s.e.httpBase)
+	h := &oauthHandler{s: s, client: transport.HTTPClient(guard), guard: guard, endpoint: endpoint, resourceMeta: resourceMeta,
 		scopes: strings.Fields(scope), authTimeout: timeout}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              redirect,
@@ -220,7 +221,7 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauthHandler, error) {
 	}
 	s.oauth.mu.Unlock()
 	if cfg.InitialTokenSource == nil {
-		if ts := s.loadToken(endpoint, h.client, clientID, secret, &guard.policy); ts != nil {
+		if ts := s.loadToken(endpoint, h.client, clientID, secret, guard.Policy()); ts != nil {
 			s.oauth.mu.Lock()
 			s.oauth.ts, s.oauth.endpoint = ts, endpoint
 			s.oauth.mu.Unlock()
@@ -271,19 +272,19 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	gen := s.oauth.generation()
 	release, err := s.oauth.acquire(ctx)
 	if err != nil {
-		discard(resp)
+		transport.Discard(resp)
 		return err
 	}
 	defer release()
 	if s.oauth.generation() != gen {
 		// Another request got a token while this one waited: retry with it.
-		discard(resp)
+		transport.Discard(resp)
 		return nil
 	}
 	connecting := s.getStatus() == StatusConnecting
 	s.e.bus.publish(Event{Type: EventAuthRequest, Server: s.cfg.ID})
 	if s.e.opts.Authorize == nil {
-		discard(resp)
+		transport.Discard(resp)
 		err := fmt.Errorf("authorization required: run the OAuth authorization for server %s from a surface that can ask the user "+
 			"(this engine has no Options.Authorize)", s.cfg.ID)
 		h.failed(connecting, err, authRequired)
@@ -300,11 +301,11 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	}
 	actx, cancel := context.WithTimeout(ctx, h.authTimeout)
 	defer cancel()
-	h.guard.reset()
-	defer h.guard.reset()
+	h.guard.Reset()
+	defer h.guard.Reset()
 	if err := h.checkChallenge(challenges, perr); err != nil {
-		discard(resp)
-		err = s.scrub.err(fmt.Errorf("authorization failed: %w", err))
+		transport.Discard(resp)
+		err = s.scrub.Err(fmt.Errorf("authorization failed: %w", err))
 		h.failed(connecting, err, authFailed)
 		return err
 	}
@@ -317,7 +318,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	err = h.sdk.Authorize(actx, req, resp)
 	h.stepUp = false
 	if err != nil {
-		if r := h.guard.refusal(); r != nil {
+		if r := h.guard.Refusal(); r != nil {
 			// What the guard refused, named by field; the SDK's error
 			// would quote the URL, or lose the reason.
 			err = r
@@ -325,7 +326,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 		if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("no authorization after %s (authTimeoutMs): %w", h.authTimeout, err)
 		}
-		err = s.scrub.err(fmt.Errorf("authorization failed: %w", err))
+		err = s.scrub.Err(fmt.Errorf("authorization failed: %w", err))
 		h.failed(connecting, err, authFailed)
 		return err
 	}
@@ -345,15 +346,15 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 // or a header it cannot parse (the SDK's error would quote it).
 func (h *oauthHandler) checkChallenge(challenges []oauthex.Challenge, parseErr error) error {
 	if parseErr != nil {
-		return h.guard.refuse(errors.New("the WWW-Authenticate header of its answer is malformed"))
+		return h.guard.Refuse(errors.New("the WWW-Authenticate header of its answer is malformed"))
 	}
 	if h.resourceMeta != "" {
 		return nil
 	}
 	for _, c := range challenges {
 		if u := c.Params["resource_metadata"]; u != "" {
-			if err := h.guard.policy.checkURL("resource_metadata (of WWW-Authenticate)", u); err != nil {
-				return h.guard.refuse(err)
+			if err := h.guard.Policy().CheckURL("resource_metadata (of WWW-Authenticate)", u); err != nil {
+				return h.guard.Refuse(err)
 			}
 			return nil
 		}
@@ -389,11 +390,11 @@ func (h *oauthHandler) fetchCode(ctx context.Context, args *auth.AuthorizationAr
 	// derives it from the authorization server's URL).
 	au, err := url.Parse(args.URL)
 	if err != nil {
-		return nil, h.guard.refuse(errors.New("authorization_endpoint is not a URL"))
+		return nil, h.guard.Refuse(errors.New("authorization_endpoint is not a URL"))
 	}
 	au.RawQuery = ""
-	if err := h.guard.policy.checkURL("authorization_endpoint", au.String()); err != nil {
-		return nil, h.guard.refuse(err)
+	if err := h.guard.Policy().CheckURL("authorization_endpoint", au.String()); err != nil {
+		return nil, h.guard.Refuse(err)
 	}
 	callback, err := h.s.e.opts.Authorize(ctx, h.s.cfg.ID, args.URL)
 	if err != nil {
@@ -416,7 +417,7 @@ func (h *oauthHandler) fetchCode(ctx context.Context, args *auth.AuthorizationAr
 	if code == "" {
 		return nil, errors.New("the authorization returned no code")
 	}
-	h.s.scrub.add(code)
+	h.s.scrub.Add(code)
 	return &auth.AuthorizationResult{Code: code, State: q.Get("state"), Iss: q.Get("iss")}, nil
 }
 
@@ -439,9 +440,9 @@ func (h *oauthHandler) filterScopes(discovered []string) []string {
 // every refresh of it, is stored and scrubbed.
 func (h *oauthHandler) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 	s := h.s
-	s.scrub.add(cfg.ClientSecret)
+	s.scrub.Add(cfg.ClientSecret)
 	file := tokenFile{Format: tokenFormat, Server: s.cfg.ID, URL: cue.RedactURL(h.endpoint), URLHash: urlHash(h.endpoint),
-		ClientID: cfg.ClientID, Issuer: h.guard.authServer(), TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
+		ClientID: cfg.ClientID, Issuer: h.guard.AuthServer(), TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
 		Scopes: cfg.Scopes}
 	if cfg.ClientSecret != "" && !h.configuredSecret(cfg.ClientSecret) {
 		file.ClientSecret = cfg.ClientSecret // issued at registration: needed to refresh
@@ -468,11 +469,6 @@ func bearerParam(cs []oauthex.Challenge, name string) string {
 		}
 	}
 	return ""
-}
-
-func discard(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
 }
 
 // connectTimerKey carries connect's timeout timer to the OAuth handler,
@@ -558,7 +554,7 @@ func (s *supervisor) readTokenFile(path string) *tokenFile {
 // expired token that cannot be refreshed, a token of the pre-registered
 // client from an authorization server policy does not send it to (its
 // refresh would carry the client's credentials there).
-func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string, policy *oauthPolicy) *storedTokenSource {
+func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, secret string, policy *oauthguard.Policy) *storedTokenSource {
 	tf := s.readTokenFile(s.tokenPath())
 	switch {
 	case tf == nil:
@@ -568,14 +564,14 @@ func (s *supervisor) loadToken(endpoint string, client *http.Client, clientID, s
 		return nil
 	case !tf.Token.Valid() && tf.Token.RefreshToken == "":
 		return nil // expired, and nothing to refresh it with
-	case policy.bound && tf.ClientID == clientID && (tf.Issuer == "" || policy.checkIssuer("issuer", tf.Issuer) != nil):
+	case policy.Bound && tf.ClientID == clientID && (tf.Issuer == "" || policy.CheckIssuer("issuer", tf.Issuer) != nil):
 		s.log.Info("oauth token store: the stored token is from another authorization server than the configured client's; not used")
 		return nil
 	}
 	if tf.ClientSecret == "" && tf.ClientID == clientID {
 		tf.ClientSecret = secret
 	}
-	s.scrub.add(tf.Token.AccessToken, tf.Token.RefreshToken, tf.ClientSecret)
+	s.scrub.Add(tf.Token.AccessToken, tf.Token.RefreshToken, tf.ClientSecret)
 	cfg := &oauth2.Config{ClientID: tf.ClientID, ClientSecret: tf.ClientSecret, Scopes: tf.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: tf.TokenURL, AuthStyle: oauth2.AuthStyle(tf.AuthStyle)}}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, client)
@@ -648,7 +644,7 @@ func (t *storedTokenSource) Token() (*oauth2.Token, error) {
 		// token, newer and for the same URL and client, replaces this one.
 		if tf := t.s.readTokenFile(path); tf != nil && tf.SavedAt.After(t.at) && tf.URLHash == t.file.URLHash &&
 			tf.ClientID == t.file.ClientID && tf.TokenURL == t.file.TokenURL && tf.Token.AccessToken != t.tok.AccessToken {
-			t.s.scrub.add(tf.Token.AccessToken, tf.Token.RefreshToken)
+			t.s.scrub.Add(tf.Token.AccessToken, tf.Token.RefreshToken)
 			t.tok, t.last, t.at = tf.Token, tf.Token.AccessToken, tf.SavedAt
 		}
 	}
@@ -659,16 +655,16 @@ func (t *storedTokenSource) Token() (*oauth2.Token, error) {
 	if !tok.Valid() {
 		if tok, err = t.cfg.TokenSource(t.ctx, tok).Token(); err != nil {
 			t.dead = true
-			t.s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", t.s.scrub.err(err))
+			t.s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", t.s.scrub.Err(err))
 			return nil, errNeedsGrant
 		}
-		t.s.scrub.add(tok.AccessToken, tok.RefreshToken)
+		t.s.scrub.Add(tok.AccessToken, tok.RefreshToken)
 	}
 	f := t.file
 	f.Token, f.SavedAt = tok, time.Now().UTC()
 	t.tok, t.last, t.at = tok, tok.AccessToken, f.SavedAt
 	if err := t.s.saveToken(&f); err != nil {
-		t.s.log.Warn("oauth token store", "err", t.s.scrub.err(err))
+		t.s.log.Warn("oauth token store", "err", t.s.scrub.Err(err))
 	}
 	return tok, nil
 }

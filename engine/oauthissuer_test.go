@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 )
 
 // clientSecretCanary is the configured client secret of the tests here:
@@ -148,7 +150,7 @@ func TestOAuthClientSecretStaysWithItsIssuer(t *testing.T) {
 			}
 			if tc.prm {
 				eu, _ := url.Parse(evil.url)
-				if eo, _ := originOf(eu); !strings.Contains(err.Error(), eo.String()) {
+				if eo, _ := transport.OriginOf(eu); !strings.Contains(err.Error(), eo.String()) {
 					t.Errorf("error does not name the refused origin %s:\n%v", eo, err)
 				}
 			}
@@ -255,48 +257,6 @@ func TestOAuthMetadataIssuerMustMatch(t *testing.T) {
 				t.Errorf("%d requests reached the authorization flow", n)
 			}
 		})
-	}
-}
-
-func TestMetadataIssuers(t *testing.T) {
-	for raw, want := range map[string][]string{
-		"https://as.example/.well-known/oauth-authorization-server":        {"https://as.example"},
-		"https://as.example/.well-known/openid-configuration":              {"https://as.example"},
-		"https://as.example/.well-known/oauth-authorization-server/tenant": {"https://as.example/tenant"},
-		"https://as.example/.well-known/openid-configuration/t/1":          {"https://as.example/t/1"},
-		"https://as.example/tenant/.well-known/openid-configuration":       {"https://as.example/tenant"},
-		"https://as.example/.well-known/oauth-protected-resource/mcp":      nil,
-		"https://as.example/token":                                         nil,
-	} {
-		u, _ := url.Parse(raw)
-		if got := metadataIssuers(u); strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Errorf("%s: %q, want %q", raw, got, want)
-		}
-	}
-	home, _ := originOf(&url.URL{Scheme: "https", Host: "mcp.example"})
-	unbound := oauthPolicy{}
-	same := oauthPolicy{bound: true, home: home}
-	named := oauthPolicy{bound: true, home: home, issuer: "https://login.example/tenant"}
-	for _, tc := range []struct {
-		p      *oauthPolicy
-		issuer string
-		ok     bool
-	}{
-		{&unbound, "https://anywhere.example", true},
-		{&same, "https://mcp.example", true},
-		{&same, "https://MCP.example:443/x", true},
-		{&same, "https://mcp.example:8443", false},
-		{&same, "http://mcp.example", false},
-		{&same, "https://login.example", false},
-		{&named, "https://login.example/tenant/", true},
-		{&named, "https://login.example/tenant", true},
-		{&named, "https://login.example", false},
-		{&named, "https://login.example/tenant2", false},
-		{&named, "https://mcp.example", false},
-	} {
-		if err := tc.p.checkIssuer("x", tc.issuer); (err == nil) != tc.ok {
-			t.Errorf("bound %v issuer %q: %s: %v", tc.p.bound, tc.p.issuer, tc.issuer, err)
-		}
 	}
 }
 

@@ -116,7 +116,7 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 	s.mu.Unlock()
 	stamp, err := s.e.stampOf(s.cfg.ID)
 	if err != nil {
-		return pin.Pins{}, "", errors.New(s.scrub.text(err.Error()))
+		return pin.Pins{}, "", errors.New(s.scrub.Text(err.Error()))
 	}
 	s.mu.Lock()
 	if c := &s.pins; c.valid && c.stamp == stamp {
@@ -140,7 +140,7 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 		p, err = store.Get(s.cfg.ID)
 	}
 	if err != nil {
-		err = errors.New(s.scrub.text(err.Error()))
+		err = errors.New(s.scrub.Text(err.Error()))
 	}
 	s.mu.Lock()
 	s.pins.valid, s.pins.stamp, s.pins.pins, s.pins.err, s.pins.checked = true, stamp, p, err, now
@@ -249,7 +249,7 @@ func holds(sev pin.Severity) bool { return sev.Rank() >= pin.SeveritySchemaBreak
 func (s *supervisor) observePins(ctx context.Context, m *Metadata) ([]Event, error) {
 	id := s.cfg.ID
 	fail := func(err error) ([]Event, error) {
-		msg := s.scrub.text(err.Error())
+		msg := s.scrub.Text(err.Error())
 		s.mu.Lock()
 		s.pins.failure, s.pins.valid = msg, false
 		s.mu.Unlock()

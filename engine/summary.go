@@ -141,7 +141,7 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		// Cleaned, then scrubbed: an escape inside a secret must not
 		// hide it from the scrubber.
 		clean, _ := output.Clean(string(tail))
-		sum.Stderr = s.scrub.text(clean)
+		sum.Stderr = s.scrub.Text(clean)
 	}
 	active := s.status == StatusReady || s.status == StatusConnected || s.status == StatusDiscovering
 	usable := s.status != StatusDisabled && s.status != StatusUntrusted

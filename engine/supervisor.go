@@ -19,6 +19,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/redact"
 )
@@ -53,12 +54,12 @@ type supervisor struct {
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
-	conn            *line.Conn         // the session's connection when it is stdio, for calls on the lean path
-	proc            *process           // the last stdio child started, for its exit status (explain)
-	httpT           *headerTransport   // the last HTTP transport made, for its last status (explain)
-	endSession      context.CancelFunc // ends the context the session was opened with
-	transport       string             // the transport in use
-	gen             uint64             // bumps with each session; callbacks of old ones are ignored
+	conn            *line.Conn                 // the session's connection when it is stdio, for calls on the lean path
+	proc            *transport.Process         // the last stdio child started, for its exit status (explain)
+	httpT           *transport.HeaderTransport // the last HTTP transport made, for its last status (explain)
+	endSession      context.CancelFunc         // ends the context the session was opened with
+	transport       string                     // the transport in use
+	gen             uint64                     // bumps with each session; callbacks of old ones are ignored
 	connecting      chan struct{}
 	meta            *Metadata
 	listings        uint64 // discoveries that set meta (listing)
@@ -71,8 +72,8 @@ type supervisor struct {
 	attempts        int       // connection failures in a row, for the backoff
 	refreshing      bool
 	refreshAgain    bool // asked for while refreshing: refresh once more after
-	stderr          *ring
-	scrub           scrubber
+	stderr          *transport.Ring
+	scrub           transport.Scrubber
 	oauth           oauthState // for auth type oauth (oauth.go)
 	pins            pinCache   // what is known of the server's pins (pins.go)
 
@@ -97,7 +98,7 @@ type supervisor struct {
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{e: e, cfg: cfg, num: e.supervisors.Add(1), ctx: ctx, cancel: cancel, stderr: newRing(stderrKeep),
+	s := &supervisor{e: e, cfg: cfg, num: e.supervisors.Add(1), ctx: ctx, cancel: cancel, stderr: transport.NewRing(stderrKeep),
 		log: e.log.With("server", cfg.ID), status: StatusCold}
 	// The config and the environment are fixed for a supervisor's life
 	// (a reload makes a new one): its limits are worked out once.
@@ -154,7 +155,7 @@ func (s *supervisor) getStatus() Status {
 
 // fail records an error: the status becomes error with the scrubbed text.
 func (s *supervisor) fail(err error) error {
-	err = s.scrub.err(err)
+	err = s.scrub.Err(err)
 	s.setStatus(StatusError, err.Error())
 	return err
 }
@@ -226,7 +227,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	sctx, cancelSession := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
-	cs, conn, transport, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
+	cs, conn, kind, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
 	expired := !timer.Stop()
 	stopWatch()
 	if err != nil {
@@ -237,7 +238,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 			return authErr
 		}
 	}
-	if err != nil && unauthorized(status) && ctx.Err() == nil {
+	if err != nil && transport.Unauthorized(status) && ctx.Err() == nil {
 		cancelSession()
 		s.noteFailure()
 		s.mu.Lock()
@@ -276,7 +277,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	}
 	s.gen++
 	gen := s.gen
-	s.session, s.conn, s.transport, s.endSession = cs, conn, transport, cancelSession
+	s.session, s.conn, s.transport, s.endSession = cs, conn, kind, cancelSession
 	s.mu.Unlock()
 	s.setStatus(StatusConnected, "")
 	s.wg.Add(1)
@@ -314,9 +315,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 			return nil, nil, "", 0, err
 		}
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
-		t.mu.Lock()
-		proc := t.proc
-		t.mu.Unlock()
+		proc := t.process()
 		s.mu.Lock()
 		s.proc = proc
 		s.mu.Unlock()
@@ -326,8 +325,8 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 	if err != nil {
 		return nil, nil, "", 0, err
 	}
-	ht := &headerTransport{base: s.e.httpBase, srv: s.cfg, lookup: s.e.lookup, scrub: &s.scrub,
-		maxMessage: messageCap(s.lim), trips: &s.oversized}
+	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
+		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized}
 	s.mu.Lock()
 	s.httpT = ht
 	s.mu.Unlock()
@@ -339,8 +338,8 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		}
 		oauth = h
 	}
-	cs, transport, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
-	return cs, nil, transport, ht.lastPOST.Load(), err
+	cs, kind, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	return cs, nil, kind, ht.LastPOST(), err
 }
 
 // stdioTransport prepares the child process of a stdio server.
@@ -349,17 +348,17 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.scrub.add(secrets...)
+	s.scrub.Add(secrets...)
 	// Literal credentials in the arguments (--token V, a URL's query):
 	// a child that echoes its command line must not show them.
-	s.scrub.add(redact.ArgSecrets(s.cfg.Args)...)
+	s.scrub.Add(redact.ArgSecrets(s.cfg.Args)...)
 	args := make([]string, len(s.cfg.Args))
 	for i, a := range s.cfg.Args {
 		if args[i], err = cue.ExpandEnv(a, s.e.lookup); err != nil {
 			return nil, fmt.Errorf("args[%d]: %w", i, err)
 		}
 		if cue.HasEnvRef(a) {
-			s.scrub.add(args[i])
+			s.scrub.Add(args[i])
 		}
 	}
 	cwd, err := cue.ExpandEnv(s.cfg.Cwd, s.e.lookup)
@@ -371,12 +370,12 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("command: %w", err)
 	}
-	path, err := resolveCommand(command, dir, env)
+	path, err := transport.ResolveCommand(command, dir, env)
 	if err != nil {
 		return nil, err
 	}
-	return &stdioTransport{path: path, args: args, dir: dir, env: env, stderr: s.stderr,
-		grace: s.e.grace, maxLine: messageCap(s.lim), mark: s.e.runs.mark(), check: s.e.readerCheck.Load()}, nil
+	return &stdioTransport{cmd: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: s.stderr,
+		Grace: s.e.grace, Mark: s.e.runs.Mark()}, maxLine: messageCap(s.lim), check: s.e.readerCheck.Load()}, nil
 }
 
 // discovery is one listing of a server's metadata in flight; done
@@ -530,7 +529,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			return r.NextCursor, nil
 		})
 		if err != nil {
-			m.Notes = append(m.Notes, "resource templates: "+s.scrub.err(err).Error())
+			m.Notes = append(m.Notes, "resource templates: "+s.scrub.Err(err).Error())
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
@@ -897,7 +896,7 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 		msg = msg[:maxProgressMessage]
 	}
 	s.e.bus.publish(Event{Type: EventCallUpdate, Server: s.cfg.ID, Tool: tool, CallID: id, CallStatus: "running",
-		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.text(output.CleanText(msg, progressMaxChars))})
+		Progress: req.Params.Progress, Total: req.Params.Total, Message: s.scrub.Text(output.CleanText(msg, progressMaxChars))})
 }
 
 // call runs one tool call on the server. callID doubles as the progress
@@ -964,7 +963,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, de
 			} else {
 				err = s.explain("tools/call", err)
 			}
-			res, err = nil, s.scrub.err(err)
+			res, err = nil, s.scrub.Err(err)
 		}
 		cancel()
 		end(yield, res, err)
@@ -1076,7 +1075,7 @@ func (s *supervisor) disconnect(final Status) {
 	if cs != nil {
 		s.setStatus(StatusDisconnecting, "")
 		if err := cs.Close(); err != nil {
-			s.log.Debug("close session", "err", s.scrub.err(err))
+			s.log.Debug("close session", "err", s.scrub.Err(err))
 		}
 	}
 	if end != nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine
+package transport
 
 import (
 	"io"
@@ -73,7 +73,7 @@ func (r *reaper) start(prefix string) {
 	if err != nil {
 		return
 	}
-	// This very program: whatever links the engine runs the reaper (see
+	// This very program: whatever links this package runs the reaper (see
 	// init), even if its file was replaced since it started.
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"voltmcp-reaper"},
 		Env: []string{reaperEnv + "=" + prefix}, Stdin: pr, Dir: "/",

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package transport
 
 import (
 	"errors"
@@ -32,16 +32,6 @@ func signalGroup(pid int, sig syscall.Signal) error {
 		return nil // the group is already empty
 	}
 	return err
-}
-
-func isSignalExit(err error) bool {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
-			return ws.Signaled()
-		}
-	}
-	return false
 }
 
 func isExecutable(path string) bool {

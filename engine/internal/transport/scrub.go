@@ -1,4 +1,4 @@
-package engine
+package transport
 
 import (
 	"errors"
@@ -6,22 +6,23 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/redact"
+	"github.com/voltmcp/voltmcp/sanitize"
 )
 
-// scrubMarker replaces a secret value in engine text.
-const scrubMarker = "[redacted]"
+// ScrubMarker replaces a secret value in engine text.
+const ScrubMarker = "[redacted]"
 
-// scrubber removes resolved secret values from text before it leaves the
+// Scrubber removes resolved secret values from text before it leaves the
 // engine as an error, a status, a stderr tail or an event. Go's errors
 // quote what they touched: a URL with its query, an argument, a header
 // value; a child echoes its environment. The values are removed in their
 // encoded forms too (redact.Forms), each precomputed once when the value
 // is added, so scrubbing a text is one pass whatever the number of values.
 // It is safe for concurrent use: transports add values while errors are
-// scrubbed, and scrubbing takes no lock.
-type scrubber struct {
+// scrubbed, and scrubbing takes no lock. The zero value scrubs nothing
+// until values are added.
+type Scrubber struct {
 	mu    sync.Mutex // serializes writers
 	pairs []string   // old, new, … for URL-style rewrites
 	state atomic.Pointer[scrubState]
@@ -33,9 +34,9 @@ type scrubState struct {
 	values *redact.Scrubber
 }
 
-// replace records a value to rewrite as another, such as a URL with a
+// Replace records a value to rewrite as another, such as a URL with a
 // token to the same URL with the token redacted.
-func (s *scrubber) replace(old, new string) {
+func (s *Scrubber) Replace(old, new string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old == "" || old == new {
@@ -52,15 +53,15 @@ func (s *scrubber) replace(old, new string) {
 	s.state.Store(&st)
 }
 
-// add records values to scrub. Values shorter than redact.MinValueLen are
+// Add records values to scrub. Values shorter than redact.MinValueLen are
 // skipped; a value already recorded is not added again (transports add
 // theirs on every request), and then nothing is rebuilt.
-func (s *scrubber) add(values ...string) {
+func (s *Scrubber) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.load()
 	if st.values == nil {
-		st.values = redact.NewScrubber(scrubMarker)
+		st.values = redact.NewScrubber(ScrubMarker)
 	}
 	n := st.values.With(values...)
 	if n == st.values && s.state.Load() != nil {
@@ -71,14 +72,17 @@ func (s *scrubber) add(values ...string) {
 }
 
 // load returns a copy of the current state; s.mu is held.
-func (s *scrubber) load() scrubState {
+func (s *Scrubber) load() scrubState {
 	if p := s.state.Load(); p != nil {
 		return *p
 	}
 	return scrubState{}
 }
 
-func (s *scrubber) text(t string) string {
+// Text returns t with every recorded value, in each of its encoded
+// forms, replaced by [ScrubMarker], after the rewrites recorded by
+// [Scrubber.Replace].
+func (s *Scrubber) Text(t string) string {
 	st := s.state.Load()
 	if st == nil || t == "" {
 		return t
@@ -89,17 +93,18 @@ func (s *scrubber) text(t string) string {
 	return st.values.Text(t)
 }
 
-// err returns err with its text cleaned (an upstream server's error
-// message is untrusted text: see [output.CleanText]) and scrubbed, in that order,
+// Err returns err with its text cleaned (an upstream server's error
+// message is untrusted text: see [sanitize.Text]) and scrubbed, in that order,
 // so that an escape sequence inside a secret cannot hide it from the
 // scrubber. The result answers errors.Is for the original chain
 // (context.DeadlineExceeded stays recognizable) but does not unwrap: a
 // cause printed on its own could show the secret.
-func (s *scrubber) err(err error) error {
+func (s *Scrubber) Err(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &scrubbedError{msg: s.text(output.CleanText(err.Error(), 0)), cause: err}
+	clean, _ := sanitize.Text(err.Error(), 0)
+	return &scrubbedError{msg: s.Text(clean), cause: err}
 }
 
 type scrubbedError struct {

@@ -1,4 +1,4 @@
-package engine
+package transport
 
 import (
 	"bufio"
@@ -11,81 +11,83 @@ import (
 	"strings"
 )
 
-// origin is the scheme, host and port of a URL: what a server's
+// Origin is the scheme, host and port of a URL: what a server's
 // configured headers and token are bound to. Two URLs are of one origin
-// when their origins are equal (==). The zero origin is of no URL.
-type origin struct {
-	scheme, host string
-	port         uint16
+// when their origins are equal (==). The zero Origin is of no URL. Make
+// one with [OriginOf], which writes each field in its one canonical
+// form.
+type Origin struct {
+	Scheme, Host string // in lower case; an IP address in its canonical form
+	Port         uint16 // explicit, never 0
 }
 
-// originOf returns the origin of an http or https URL: the scheme and
+// OriginOf returns the origin of an http or https URL: the scheme and
 // host in lower case, an IP address in its canonical form, and the port
 // explicit. It reports false for any other URL, or one without a host or
 // with an unusable port.
-func originOf(u *url.URL) (origin, bool) {
+func OriginOf(u *url.URL) (Origin, bool) {
 	if u == nil {
-		return origin{}, false
+		return Origin{}, false
 	}
-	o := origin{scheme: strings.ToLower(u.Scheme), host: strings.ToLower(u.Hostname())}
-	switch o.scheme {
+	o := Origin{Scheme: strings.ToLower(u.Scheme), Host: strings.ToLower(u.Hostname())}
+	switch o.Scheme {
 	case "http":
-		o.port = 80
+		o.Port = 80
 	case "https":
-		o.port = 443
+		o.Port = 443
 	default:
-		return origin{}, false
+		return Origin{}, false
 	}
-	if o.host == "" {
-		return origin{}, false
+	if o.Host == "" {
+		return Origin{}, false
 	}
-	if a, err := netip.ParseAddr(o.host); err == nil {
-		o.host = a.String()
+	if a, err := netip.ParseAddr(o.Host); err == nil {
+		o.Host = a.String()
 	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
-			return origin{}, false
+			return Origin{}, false
 		}
-		o.port = uint16(n)
+		o.Port = uint16(n)
 	}
 	return o, true
 }
 
 // String writes the origin as scheme://host:port, with an IPv6 address
 // in brackets: never a user, path or query.
-func (o origin) String() string {
-	if o == (origin{}) {
+func (o Origin) String() string {
+	if o == (Origin{}) {
 		return "(not an http or https url)"
 	}
-	host := o.host
+	host := o.Host
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	return o.scheme + "://" + host + ":" + strconv.Itoa(int(o.port))
+	return o.Scheme + "://" + host + ":" + strconv.Itoa(int(o.Port))
 }
 
 // sameOrigin reports whether two URLs are of one origin.
 func sameOrigin(a, b *url.URL) bool {
-	oa, ok := originOf(a)
+	oa, ok := OriginOf(a)
 	if !ok {
 		return false
 	}
-	ob, ok := originOf(b)
+	ob, ok := OriginOf(b)
 	return ok && oa == ob
 }
 
-// crossOriginError is the refusal of a request to another origin than a
+// CrossOriginError is the refusal of a request to another origin than a
 // server's configured URL: such a request is never sent, so no
 // configured header or token reaches a host the user did not name.
-type crossOriginError struct {
-	server string
-	to     origin
+type CrossOriginError struct {
+	Server string // the server's name
+	To     Origin // the origin refused (the zero Origin for a URL of none)
 }
 
-func (e *crossOriginError) Error() string {
+func (e *CrossOriginError) Error() string {
 	return fmt.Sprintf("server %s: refused to send a request to %q, another origin than the configured url's (%s); nothing was sent there",
-		e.server, e.to.String(), "scheme, host and port must match")
+		e.Server, e.To.String(), "scheme, host and port must match")
 }
 
 // endpointFilter passes an event stream through, except each endpoint

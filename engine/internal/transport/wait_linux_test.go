@@ -1,25 +1,23 @@
 //go:build linux
 
-package engine
+package transport
 
 import (
 	"os"
 	"os/exec"
 	"testing"
 	"time"
-
-	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
 // TestWaitExit checks that waitExit returns when the child exits and not
 // before, and that it leaves the child for Wait to reap with its status.
 func TestWaitExit(t *testing.T) {
-	name, args, env := mcptest.Command(mcptest.ModeBehave)
-	cmd := exec.Command(name, args...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
+	cmd := exec.Command(exe)
+	cmd.Env = withMode(nil, "cat")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +32,7 @@ func TestWaitExit(t *testing.T) {
 		t.Fatal("waitExit returned while the child was running")
 	case <-time.After(200 * time.Millisecond):
 	}
-	// The server ends when its stdin closes.
+	// The child ends when its stdin closes.
 	stdin.Close()
 	select {
 	case ok := <-done:

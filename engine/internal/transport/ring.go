@@ -1,10 +1,11 @@
-package engine
+package transport
 
 import "sync"
 
-// ring keeps the last n bytes written to it, for a server's stderr: enough
-// to show why it died, never an unbounded buffer however much it prints.
-type ring struct {
+// Ring keeps the last n bytes written to it, for a server's stderr:
+// enough to show why it died, never an unbounded buffer however much it
+// prints. It is safe for concurrent use.
+type Ring struct {
 	mu    sync.Mutex
 	size  int // capacity, allocated on the first write
 	buf   []byte
@@ -13,13 +14,13 @@ type ring struct {
 	total int64 // bytes ever written
 }
 
-// newRing returns a ring that keeps n bytes. It allocates nothing until
+// NewRing returns a ring that keeps n bytes. It allocates nothing until
 // written to: most servers never print to stderr, and HTTP servers have
 // none.
-func newRing(n int) *ring { return &ring{size: n} }
+func NewRing(n int) *Ring { return &Ring{size: n} }
 
 // Write implements io.Writer; it never fails.
-func (r *ring) Write(p []byte) (int, error) {
+func (r *Ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(p)
@@ -55,7 +56,7 @@ func (r *ring) Write(p []byte) (int, error) {
 }
 
 // Bytes returns the kept bytes, oldest first.
-func (r *ring) Bytes() []byte {
+func (r *Ring) Bytes() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.full {
@@ -67,7 +68,7 @@ func (r *ring) Bytes() []byte {
 }
 
 // Total returns how many bytes were ever written.
-func (r *ring) Total() int64 {
+func (r *Ring) Total() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.total

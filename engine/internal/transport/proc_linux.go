@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine
+package transport
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func runMark(pid int) string {
 	if err != nil {
 		return ""
 	}
-	key := []byte(runEnv + "=")
+	key := []byte(RunEnv + "=")
 	for len(b) > 0 {
 		entry := b
 		if i := bytes.IndexByte(b, 0); i >= 0 {

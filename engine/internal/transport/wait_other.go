@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package transport
 
 // waitExit waits for nothing outside Linux: the (*exec.Cmd).Wait that
 // follows it waits as usual.

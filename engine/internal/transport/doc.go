@@ -1,0 +1,30 @@
+// Package transport is how the engine reaches an upstream MCP server,
+// below the MCP protocol: it starts and stops the process of a stdio
+// server and everything that process starts, and carries the requests
+// of an HTTP server to its configured origin and nowhere else.
+//
+// For stdio servers it holds [Start] and [Process] (a process group of
+// the server's own, the stop sequence the MCP spec describes, run marks
+// and, on Linux, the reaper that kills what a server started even after
+// the gateway died: [Runs]), [ResolveCommand], and [ChildEnv], the
+// restricted environment a server gets. A [Ring] keeps the last bytes of
+// a server's stderr.
+//
+// For HTTP servers it holds [HeaderTransport], which adds the configured
+// headers and refuses every request to another [Origin] than the
+// configured URL's, bounds each message of a response and passes on only
+// the first endpoint event of a legacy SSE stream; [HTTPClient], which
+// refuses redirects to another origin; and [ConnectHTTP], the Streamable
+// HTTP to SSE fallback.
+//
+// A [Scrubber] removes resolved secret values from the text an engine
+// shows.
+//
+// The package must not know the config, the Engine or MCP beyond the
+// go-sdk's transports: what a server's config says (its env entries, its
+// headers and auth, which transport it names) is resolved by the caller
+// and given as plain values and functions. It must not import the
+// engine, cue, policies or wasm. Linking it makes any program a reaper
+// when started as one (see reaper_linux.go); with any other environment
+// that does nothing.
+package transport

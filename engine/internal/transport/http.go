@@ -1,0 +1,237 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HeaderTransport adds a server's configured headers and auth to every
+// request, by calling SetHeaders at the moment the request is sent, and
+// records the status of the last POST (for the Streamable HTTP to SSE
+// fallback, see [ConnectHTTP]). It is the one way to a server's origin: a
+// request to any other origin than Origin (the configured URL's) is
+// refused before it is sent, whoever named its URL (a legacy SSE
+// endpoint event, a redirect, a token refresh), so no configured header
+// or token leaves that origin. Its fields are set before its first
+// request and not changed after.
+type HeaderTransport struct {
+	Base   http.RoundTripper // sends the requests
+	Server string            // the server's name, for errors
+	// Origin is the configured URL's; the zero Origin refuses every
+	// request. ConnectHTTP sets it from the endpoint it is given.
+	Origin Origin
+	// SetHeaders sets the configured headers and auth on the header of
+	// a request about to be sent (a copy of the caller's), resolving
+	// references to the environment then. An error fails the request.
+	// Nil sets none.
+	SetHeaders func(http.Header) error
+	// MaxMessage bounds one message of a response (boundedBody); zero
+	// means no bound. TooLarge is the error a read past it returns.
+	// Trips, when set, counts the responses cut short.
+	MaxMessage int
+	TooLarge   error
+	Trips      *atomic.Int64
+
+	// refused is the first request refused for its origin, which
+	// ConnectHTTP reports in place of the SDK's error (that quotes the
+	// whole URL).
+	refused  atomic.Pointer[CrossOriginError]
+	lastPOST atomic.Int32
+}
+
+// RoundTrip implements [http.RoundTripper].
+func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o, ok := OriginOf(req.URL); !ok || o != t.Origin {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		err := &CrossOriginError{Server: t.Server, To: o}
+		t.refused.CompareAndSwap(nil, err)
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	if t.SetHeaders != nil {
+		if err := t.SetHeaders(req.Header); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := t.Base.RoundTrip(req)
+	if err == nil && req.Method == http.MethodPost {
+		t.lastPOST.Store(int32(resp.StatusCode))
+	}
+	if err == nil && resp.Body != nil {
+		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		events := ct == "text/event-stream"
+		if t.MaxMessage > 0 {
+			resp.Body = &boundedBody{rc: resp.Body, max: t.MaxMessage, events: events, tooLarge: t.TooLarge, trips: t.Trips}
+		}
+		if events && req.Method == http.MethodGet {
+			// A legacy SSE stream: its first endpoint event is the only one.
+			resp.Body = newEndpointFilter(resp.Body)
+		}
+	}
+	return resp, err
+}
+
+// LastPOST is the HTTP status of the last POST answered, or 0 before
+// one was.
+func (t *HeaderTransport) LastPOST() int32 { return t.lastPOST.Load() }
+
+// refusal returns, when a connection failed, the refusal of a request to
+// another origin if there was one: the reason, named without the URL's
+// path or query. Else it returns err.
+func (t *HeaderTransport) refusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	if r := t.refused.Load(); r != nil {
+		return r
+	}
+	return err
+}
+
+// boundedBody bounds what one message of an HTTP response may take, as
+// the stdio connection does for a line: the whole body of a JSON
+// response, each event of an event stream (Streamable HTTP answers a
+// call with one; legacy SSE keeps one open). Past the bound, reads fail
+// with tooLarge, so a server cannot make the gateway buffer an endless
+// message.
+type boundedBody struct {
+	rc       io.ReadCloser
+	max      int
+	events   bool          // text/event-stream: the count starts again at each event
+	tooLarge error         // the error of a read past max
+	trips    *atomic.Int64 // counts bodies cut short, when set
+	n        int           // bytes of the current message
+	mid      bool          // the last byte did not end a line
+	cr       bool          // the last byte was a CR (of a CRLF, perhaps)
+	err      error
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n' && b.cr:
+			b.cr = false // CRLF ends one line
+		case c == '\n' || c == '\r':
+			if !b.mid && b.events {
+				b.n = 0 // an empty line ends an event
+			}
+			b.mid, b.cr = false, c == '\r'
+		default:
+			b.mid, b.cr = true, false
+		}
+		b.n++
+	}
+	if b.n > b.max {
+		b.err = b.tooLarge
+		if b.trips != nil {
+			b.trips.Add(1)
+		}
+		return n, b.err
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// HTTPClient returns the client for one HTTP server. It refuses
+// redirects to another origin than the first request's: a configured
+// header (an API key, say) must not follow the request to a host the
+// user did not name. ([HeaderTransport] refuses such requests too; this
+// names the redirect.)
+func HTTPClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("stopped after 5 redirects")
+			}
+			if !sameOrigin(req.URL, via[0].URL) {
+				o, _ := OriginOf(req.URL)
+				return fmt.Errorf("refused a redirect to another origin (%s)", o)
+			}
+			return nil
+		},
+	}
+}
+
+// Discard reads what is left of a response's body, up to 64 KiB (so
+// that its connection can serve another request), and closes it.
+func Discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
+// Unauthorized reports whether a status answering the initialize POST
+// asks for credentials.
+func Unauthorized(status int32) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// notSupported reports whether a status answering the initialize POST
+// means "this endpoint does not speak Streamable HTTP", which is when the
+// MCP spec tells clients to try the older SSE transport.
+func notSupported(status int32) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
+}
+
+// HTTPMode is which HTTP transport [ConnectHTTP] speaks.
+type HTTPMode int
+
+const (
+	// Streamable speaks Streamable HTTP.
+	Streamable HTTPMode = iota
+	// SSE speaks the legacy SSE transport.
+	SSE
+	// StreamableOrSSE speaks Streamable HTTP, or SSE when the server
+	// says it does not speak Streamable HTTP: a config that names no
+	// transport.
+	StreamableOrSSE
+)
+
+// ConnectHTTP connects client to the HTTP server at endpoint as mode
+// says, falling back from Streamable HTTP to SSE when the mode allows it
+// and the server says it does not speak Streamable HTTP. sse reports
+// whether the transport that worked (or failed last) is SSE. oauth, when
+// not nil, authorizes the Streamable HTTP requests. Every request goes
+// through ht, bound to the origin of endpoint; a request ht refused for
+// its origin is the error reported, in place of the SDK's (which quotes
+// the whole URL).
+func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode HTTPMode, ht *HeaderTransport, oauth auth.OAuthHandler, opts *mcp.ClientSessionOptions) (cs *mcp.ClientSession, sse bool, err error) {
+	if u, err := url.Parse(endpoint); err == nil {
+		ht.Origin, _ = OriginOf(u)
+	}
+	hc := HTTPClient(ht)
+	if mode == SSE {
+		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+		return cs, true, ht.refusal(err)
+	}
+	// The SDK's default retries resume a call's stream (GET with
+	// Last-Event-ID) when the server closes it mid-call.
+	cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, OAuthHandler: oauth}, opts)
+	if err == nil || mode != StreamableOrSSE || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
+		return cs, false, ht.refusal(err)
+	}
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+	if sseErr != nil {
+		if r := ht.refused.Load(); r != nil {
+			return nil, true, r
+		}
+		return nil, true, fmt.Errorf("streamable HTTP: %v; SSE fallback: %w", err, sseErr)
+	}
+	return cs, true, nil
+}

@@ -47,6 +47,13 @@ func TestAuditFailureUnderAllow(t *testing.T) {
 			if r := call(); r.IsError {
 				t.Fatalf("call: %s", r.Text)
 			}
+			// The call's records join the backlog once it is answered, and
+			// reach the log a moment later.
+			for wait := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(logPath); err == nil || time.Now().After(wait) {
+					break
+				}
+			}
 			if err := os.Remove(logPath); err != nil {
 				t.Fatal(err)
 			}

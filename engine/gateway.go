@@ -71,6 +71,15 @@ const (
 // Gateway runs one action of the mcp tool. Every bad input gets a clear
 // error result (IsError), never a Go error: the model must see it.
 func (e *Engine) Gateway(ctx context.Context, in GatewayInput) GatewayResult {
+	r, ok := e.gatewayAwait(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayInputThen(ctx, in, then) })
+	if !ok {
+		return gwError("internal error")
+	}
+	return r
+}
+
+// dispatch runs the action of in.
+func (e *Engine) dispatch(ctx context.Context, in GatewayInput) GatewayResult {
 	in.Action = strings.TrimSpace(in.Action)
 	if a := gatewayActionNamed(in.Action); a != nil {
 		return a.run(e, ctx, in)

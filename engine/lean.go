@@ -12,10 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
-	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
 // leanServe answers a stdio agent's tools/call of the mcp tool without
@@ -199,105 +197,72 @@ func (l *leanServe) Outbound(msg jsonrpc.Message) {
 // SDK, when the connection is closing or a call with the same id is in
 // flight.
 func (l *leanServe) start(c *line.Conn, id jsonrpc.ID, args json.RawMessage, complete bool) func(yield func()) {
-	key := id.Raw()
+	return l.startThen(id.Raw(), id, args, complete, c.WriteLine, nil)
+}
+
+// startThen is start for a call whose key among the calls in flight is
+// key (its id, on stdio), whose response write writes where the agent
+// reads it, and which runs ended, when not nil, once it has ended
+// (answered, or given up on when the agent cancelled it).
+func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, ended func()) func(yield func()) {
 	l.mu.Lock()
 	if l.closing || l.inflight[key] != nil {
 		l.mu.Unlock()
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(l.ctx)
-	ctx, release := l.e.withHeldRecords(ctx)
-	l.inflight[key] = cancel
 	l.wg.Add(1)
-	l.mu.Unlock()
-	j := &leanJob{l: l, c: c, id: id, ctx: ctx, cancel: cancel, release: release, complete: complete}
-	return func(yield func()) {
-		defer func() {
-			if v := recover(); v != nil {
-				j.fault(v)
-			}
-		}()
-		ctx := turn.WithPanicHandler(turn.WithYield(j.ctx, yield), j.fault)
-		l.e.gatewayRunThen(ctx, args, j.finish)
-	}
-}
-
-// leanJob is one call of the mcp tool.
-type leanJob struct {
-	l        *leanServe
-	c        *line.Conn
-	id       jsonrpc.ID
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	release  func() []audit.Record // builds the call's held audit records
-	complete bool
-	// answered is set by the first of finish and fault.
-	answered atomic.Bool
-}
-
-// finish encodes the gateway's result and writes the answer.
-func (j *leanJob) finish(yield func(), r GatewayResult) {
-	if j.answered.Swap(true) {
-		return
-	}
-	res, jerr := j.encode(r)
-	j.answer(yield, res, jerr)
-}
-
-// fault answers a call whose gateway work panicked.
-func (j *leanJob) fault(any) {
-	if j.answered.Swap(true) {
-		return
-	}
-	j.answer(turn.NoYield, nil, j.panicked())
-}
-
-// panicked logs the stack of a panic being recovered and returns the
-// internal error that answers it, whose text says nothing of what
-// panicked: the value could hold a secret.
-func (j *leanJob) panicked() *jsonrpc.Error {
-	j.l.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
-}
-
-// encode encodes the result; a panic while encoding is an internal
-// error.
-func (j *leanJob) encode(r GatewayResult) (res []byte, jerr *jsonrpc.Error) {
-	defer func() {
-		if v := recover(); v != nil {
-			res, jerr = nil, j.panicked()
-		}
-	}()
-	b, err := encodeLeanResult(r, j.complete)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
-	}
-	return b, nil
-}
-
-// answer writes the answer, unless the agent cancelled the call, and
-// ends the call.
-func (j *leanJob) answer(yield func(), res []byte, jerr *jsonrpc.Error) {
-	l := j.l
-	defer func() {
+	var j *gatewayJob
+	j = l.e.newGatewayJob(l.ctx, func(yield func(), r GatewayResult, fault bool) {
+		l.answer(j, id, r, fault, complete, write)
+	}, func() {
 		l.mu.Lock()
-		delete(l.inflight, j.id.Raw())
+		delete(l.inflight, key)
 		l.mu.Unlock()
-		j.cancel(nil)
-		// After the answer, the call's audit records join the backlog,
-		// which a timer writes soon after (auditBacklog). A call that
-		// writes the backlog itself hands the reader over only if the
-		// log makes it wait (for another process's lock, say).
-		l.e.backlog.add(j.release, yield)
 		l.wg.Done()
-	}()
+		if ended != nil {
+			ended()
+		}
+	})
+	l.inflight[key] = j.cancel
+	l.mu.Unlock()
+	return func(yield func()) {
+		j.run(yield, func(ctx context.Context, then func(func(), GatewayResult)) { l.e.gatewayRunThen(ctx, args, then) })
+	}
+}
+
+// answer encodes the answer of the call id and writes it, unless the
+// agent cancelled the call. A panic while encoding is an internal
+// error.
+func (l *leanServe) answer(j *gatewayJob, id jsonrpc.ID, r GatewayResult, fault, complete bool, write func([]byte) error) {
 	if errors.Is(context.Cause(j.ctx), errAgentCancelled) {
 		// The spec asks a receiver not to answer a cancelled request:
 		// the agent has stopped waiting for it.
 		return
 	}
+	var res []byte
+	var jerr *jsonrpc.Error
+	if fault {
+		jerr = errInternal
+	} else {
+		res, jerr = l.encode(r, complete)
+	}
 	l.answered.Add(1)
-	_ = j.c.WriteLine(jsonwire.AppendResponse(make([]byte, 0, len(res)+48), j.id, res, jerr))
+	_ = write(jsonwire.AppendResponse(make([]byte, 0, len(res)+48), id, res, jerr))
+}
+
+// encode encodes a result; a panic while encoding is an internal error.
+func (l *leanServe) encode(r GatewayResult, complete bool) (res []byte, jerr *jsonrpc.Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.e.log.Error("encoding the mcp tool's result panicked", "stack", string(debug.Stack()))
+			res, jerr = nil, errInternal
+		}
+	}()
+	b, err := encodeLeanResult(r, complete)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+	}
+	return b, nil
 }
 
 // leanResultWire is the wire form of toolResult's CallToolResult, in the

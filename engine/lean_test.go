@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
@@ -246,19 +247,40 @@ func TestLeanServeWire(t *testing.T) {
 // path (stdio) and through the SDK's server (Streamable HTTP), and
 // compares the results.
 func TestLeanServeMatchesSDK(t *testing.T) {
+	leanServeMatchesSDK(t, false)
+}
+
+// TestLeanHTTPMatchesSDK is TestLeanServeMatchesSDK with the lean path
+// on the Streamable HTTP surface (leanHTTP).
+func TestLeanHTTPMatchesSDK(t *testing.T) {
+	leanServeMatchesSDK(t, true)
+}
+
+// leanServeMatchesSDK makes the same calls through the lean path, on
+// stdio or on HTTP, and through the SDK's server, and compares them.
+func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	ctx := ctxT(t, 30*time.Second)
 	lean := newLeanServe(ctx, e)
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	go func() { _ = e.serveStdio(ctx, sr, sw, lean) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	viaLean, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	var leanT mcp.Transport
+	if overHTTP {
+		ls := httptest.NewServer(e.httpHandler(testToken, lean))
+		defer ls.Close()
+		leanT = &mcp.StreamableClientTransport{Endpoint: ls.URL, HTTPClient: bearerClient(testToken)}
+	} else {
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		go func() { _ = e.serveStdio(ctx, sr, sw, lean) }()
+		leanT = &mcp.IOTransport{Reader: cr, Writer: cw}
+	}
+	viaLean, err := client.Connect(ctx, leanT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer viaLean.Close()
-	hs := httptest.NewServer(e.HTTPHandler(testToken))
+	// The SDK's server alone, the reference.
+	hs := httptest.NewServer(e.httpHandler(testToken, nil))
 	defer hs.Close()
 	viaSDK, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearerClient(testToken)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
@@ -579,4 +601,141 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRecords(calls + 1)
+}
+
+// TestLeanHTTPWire speaks raw Streamable HTTP to the lean path: a call
+// on a session the SDK does not know goes to the SDK (404); a call on an
+// initialized session is answered as one event of an event stream; a
+// cancelled call gets no answer, and its cancellation a 202.
+func TestLeanHTTPWire(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
+	ctx := ctxT(t, 30*time.Second)
+	lean := newLeanServe(ctx, e)
+	hs := httptest.NewServer(e.httpHandler(testToken, lean))
+	defer hs.Close()
+	client := bearerClient(testToken)
+	post := func(session string, msg map[string]any) (*http.Response, string) {
+		t.Helper()
+		msg["jsonrpc"] = "2.0"
+		body, _ := json.Marshal(msg)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, string(data)
+	}
+	echo := map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "wire"}}
+
+	if resp, _ := post("no-such-session", gatewayCallMsg(1, echo, nil)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: HTTP %d, want 404", resp.StatusCode)
+	}
+	resp, _ := post("", map[string]any{"id": 0, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: HTTP %d, session %q", resp.StatusCode, sid)
+	}
+	defer func() {
+		// The session ends with the test.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, hs.URL, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	if resp, _ := post(sid, map[string]any{"method": "notifications/initialized"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: HTTP %d", resp.StatusCode)
+	}
+	resp, body := post(sid, gatewayCallMsg(2, echo, nil))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" ||
+		!strings.HasPrefix(body, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":") || !strings.Contains(body, "wire") {
+		t.Errorf("call: HTTP %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if n := lean.answered.Load(); n != 1 {
+		t.Errorf("the lean path answered %d calls, want 1", n)
+	}
+
+	// A slow call, cancelled: the cancellation is accepted, and the
+	// call's stream ends without an answer.
+	slow := map[string]any{"action": "call", "server": "s", "tool": "slow", "arguments": map[string]any{"ms": 20000}}
+	ended := make(chan string, 1)
+	go func() {
+		_, body := post(sid, gatewayCallMsg(3, slow, nil))
+		ended <- body
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if resp, _ := post(sid, map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": 3, "reason": "test"}}); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("cancel: HTTP %d", resp.StatusCode)
+	}
+	select {
+	case body := <-ended:
+		if body != "" {
+			t.Errorf("the cancelled call was answered: %q", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call's stream did not end")
+	}
+	if n := lean.answered.Load(); n != 1 {
+		t.Errorf("the lean path answered %d calls, want 1", n)
+	}
+}
+
+// TestEveryCodecAnswersAPanicTheSameWay makes a call whose gateway work
+// panics through each surface of the one pipeline: the SDK's server (a
+// JSON-RPC internal error), the lean path over HTTP (the same), and the
+// Go API (an error result). None carries the panic's value, and each
+// surface serves the next call.
+func TestEveryCodecAnswersAPanicTheSameWay(t *testing.T) {
+	const canary = "sk-panic-canary-9a4c"
+	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	var boom atomic.Bool
+	opts.Decide = func(in ToolInput) ToolDecision {
+		if boom.Load() && in.Tool.Name == "echo" {
+			panic(canary)
+		}
+		return ToolDecision{Exposed: true, Allowed: true}
+	}
+	e := start(t, opts)
+	ctx := ctxT(t, 30*time.Second)
+	if err := e.Connect(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	echo := map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "after"}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	for _, lean := range []*leanServe{nil, newLeanServe(ctx, e)} {
+		hs := httptest.NewServer(e.httpHandler(testToken, lean))
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearerClient(testToken)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boom.Store(true)
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: echo})
+		boom.Store(false)
+		var jerr *jsonrpc.Error
+		if !errors.As(err, &jerr) || jerr.Code != jsonrpc.CodeInternalError || strings.Contains(err.Error(), canary) {
+			t.Errorf("lean %v: a call whose work panicked: %v", lean != nil, err)
+		}
+		if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: echo}); err != nil || r.IsError {
+			t.Errorf("lean %v: the call after the panic: %v %+v", lean != nil, err, r)
+		}
+		if lean != nil && lean.answered.Load() != 2 {
+			t.Errorf("the lean path answered %d calls, want 2", lean.answered.Load())
+		}
+		cs.Close()
+		hs.Close()
+	}
+	boom.Store(true)
+	r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "s", Tool: "echo", Arguments: map[string]any{"text": "x"}})
+	boom.Store(false)
+	if !r.IsError || !strings.Contains(r.Text, "internal error") || strings.Contains(r.Text, canary) {
+		t.Errorf("Gateway, panicking: %+v", r)
+	}
 }

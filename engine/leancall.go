@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
@@ -30,7 +32,7 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 	}
 	s.mu.Unlock()
 	if conn == nil {
-		return false
+		return s.leanHTTPCall(ctx, cs, tool, args, progress, then)
 	}
 	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion >= protocol20260728 {
 		// Each request of 2026-07-28 carries the client's info and
@@ -83,3 +85,64 @@ const protocol20260728 = "2026-07-28"
 // decodes again on every call (docs/benchmarks.md). A server that only
 // speaks a later version answers with it, and the session uses that.
 const upstreamProtocol = "2025-11-25"
+
+// leanHTTPCall is leanCall on a Streamable HTTP session
+// (transport.Caller).
+// It reports false when the session has no httpCaller: it is SSE, it
+// uses OAuth (whose token refresh and authorization the SDK's transport
+// runs), or the engine answers elicitation (which the SDK's client
+// runs).
+func (s *supervisor) leanHTTPCall(ctx context.Context, cs *mcp.ClientSession, tool string, args any, progress string, then func(yield func(), res *mcp.CallToolResult, err error)) bool {
+	s.mu.Lock()
+	h := s.hcall
+	if s.session != cs || s.hcallOf != cs {
+		h = nil
+	}
+	s.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	var meta map[string]any
+	if progress != "" {
+		meta = map[string]any{"progressToken": progress}
+	}
+	params, err := jsonwire.EncodeCallParams(tool, args, meta)
+	if err != nil {
+		then(turn.YieldFunc(ctx), nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
+		return true
+	}
+	// The call waits for the server here: a reader that runs it (the
+	// agent's connection's) goes on reading meanwhile.
+	turn.Yield(ctx)
+	onProgress := func(p *mcp.ProgressNotificationParams) {
+		s.progress(ctx, &mcp.ProgressNotificationClientRequest{Params: p})
+	}
+	raw, err := h.Call(ctx, params, onProgress, func(method string) {
+		s.refreshAsync(strings.TrimPrefix(method, "notifications/"))
+	})
+	if err != nil {
+		if errors.Is(err, transport.ErrRetrySDK) {
+			err = errNeedsSDK
+		}
+		if b := (*transport.BrokenAnswer)(nil); errors.As(err, &b) {
+			// As the SDK's client would: its session ends, and the
+			// supervisor connects again when next needed.
+			go cs.Close()
+		}
+		then(turn.NoYield, nil, err)
+		return true
+	}
+	res, err := jsonwire.DecodeValidToolResult(raw)
+	switch {
+	case err != nil:
+		then(turn.NoYield, nil, fmt.Errorf("decoding the result of %s: %w", tool, err))
+	case res.NeedsInput():
+		then(turn.NoYield, nil, errNeedsSDK)
+	default:
+		then(turn.NoYield, res, nil)
+	}
+	return true
+}

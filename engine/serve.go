@@ -47,25 +47,10 @@ func (e *Engine) newMCPServer() *mcp.Server {
 	return srv
 }
 
-// handleGateway is the SDK's handler of the mcp tool.
-func (e *Engine) handleGateway(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return e.gatewayCall(ctx, req.Params.Arguments), nil
-}
-
-// gatewayCall decodes the mcp tool's input and runs the action. Both
-// the SDK's handler and the lean path (leanServe) answer with it.
-func (e *Engine) gatewayCall(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
-	return toolResult(e.gatewayRun(ctx, raw))
-}
-
-// gatewayRun is gatewayCall before the result is made a CallToolResult.
-func (e *Engine) gatewayRun(ctx context.Context, raw json.RawMessage) GatewayResult {
-	return turn.Await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
-}
-
-// gatewayRunThen is gatewayRun that hands the result to then, once: on
-// this goroutine, or, for a call on the lean path, on the server's
-// connection's reader once the server answers (see gwCallThen).
+// gatewayRunThen decodes the mcp tool's input raw and runs it, handing
+// the result to then, once: on this goroutine, or, for a call, on the
+// server's connection's reader once the server answers (see
+// gwCallThen). A codec runs it in a gatewayJob (pipeline.go).
 func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then func(yield func(), r GatewayResult)) {
 	here := turn.YieldFunc(ctx)
 	var in GatewayInput
@@ -77,11 +62,17 @@ func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then f
 		then(here, gwError("%v", err))
 		return
 	}
+	e.gatewayInputThen(ctx, in, then)
+}
+
+// gatewayInputThen runs the decoded input in, handing the result to
+// then as gatewayRunThen does.
+func (e *Engine) gatewayInputThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
 	if a := gatewayActionNamed(strings.TrimSpace(in.Action)); a != nil && a.then != nil {
 		a.then(e, ctx, in, then)
 		return
 	}
-	then(here, e.Gateway(ctx, in))
+	then(turn.YieldFunc(ctx), e.dispatch(ctx, in))
 }
 
 // decodeGatewayInput decodes strictly: an unknown field is an error that
@@ -225,11 +216,21 @@ func (e *Engine) serveStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 // loopback origin, and cross-origin browser requests, before the token
 // is looked at. The presented value is never logged or echoed.
 func (e *Engine) HTTPHandler(token string) http.Handler {
+	return e.httpHandler(token, newLeanServe(context.Background(), e))
+}
+
+// httpHandler is HTTPHandler, with lean answering the calls of the mcp
+// tool it can (leanHTTP); a nil lean leaves every request to the SDK's
+// handler.
+func (e *Engine) httpHandler(token string, lean *leanServe) http.Handler {
 	srv := e.newMCPServer()
 	// The SDK also refuses a non-loopback Host on a loopback listener;
 	// cross-origin checks refuse browser requests from other sites,
 	// loopback ones on another port included.
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if lean != nil {
+		h = &leanHTTP{l: lean, srv: srv, next: h}
+	}
 	return &ownerOnly{token: []byte(token), next: http.NewCrossOriginProtection().Handler(h)}
 }
 

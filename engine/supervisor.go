@@ -54,7 +54,9 @@ type supervisor struct {
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
-	conn            *line.Conn                 // the session's connection when it is stdio, for calls on the lean path
+	conn            *line.Conn        // the session's connection when it is stdio, for calls on the lean path
+	hcall           *transport.Caller // the lean caller of the Streamable HTTP session hcallOf
+	hcallOf         *mcp.ClientSession
 	proc            *transport.Process         // the last stdio child started, for its exit status (explain)
 	httpT           *transport.HeaderTransport // the last HTTP transport made, for its last status (explain)
 	endSession      context.CancelFunc         // ends the context the session was opened with
@@ -339,6 +341,17 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		oauth = h
 	}
 	cs, kind, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	if err == nil && kind == cue.TransportStreamableHTTP && oauth == nil && s.e.opts.Elicit == nil {
+		// The engine's calls on this session may take the lean path
+		// (leanHTTPCall); the SDK's client runs OAuth and elicitation.
+		if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion < protocol20260728 {
+			h := &transport.Caller{Client: transport.HTTPClient(ht), Endpoint: endpoint, Session: cs.ID(), Protocol: ir.ProtocolVersion,
+				Max: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge}
+			s.mu.Lock()
+			s.hcall, s.hcallOf = h, cs
+			s.mu.Unlock()
+		}
+	}
 	return cs, nil, kind, ht.LastPOST(), err
 }
 

@@ -257,4 +257,3 @@ func (h *Caller) cancelled(ctx context.Context, id string, why error) {
 		}
 	}()
 }
-

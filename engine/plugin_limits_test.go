@@ -157,3 +157,35 @@ func TestGuardPreparesInTheBackground(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginCacheDirDefault leaves Options.PluginCacheDir zero: the
+// engine compiles its plugins into DefaultPluginCacheDir, voltmcp/wasm
+// under $XDG_CACHE_HOME, the directory the CLI uses too.
+func TestPluginCacheDirDefault(t *testing.T) {
+	cache := t.TempDir()
+	opts := withUserSettings(t, workspace(t, map[string]server{}, nil), classifierOnly(testPlugin(t, "grow.wasm", nil)))
+	opts.PluginCacheDir = ""
+	lookup := opts.LookupEnv
+	opts.LookupEnv = func(k string) (string, bool) {
+		if k == "XDG_CACHE_HOME" {
+			return cache, true
+		}
+		return lookup(k)
+	}
+	want := filepath.Join(cache, "voltmcp", "wasm")
+	if got := DefaultPluginCacheDir(opts.Home, opts.LookupEnv); got != want {
+		t.Fatalf("DefaultPluginCacheDir = %s; want %s", got, want)
+	}
+	if got := DefaultPluginCacheDir("/home/u", func(string) (string, bool) { return "relative", true }); got != filepath.Join("/home/u", ".cache", "voltmcp", "wasm") {
+		t.Errorf("with a relative XDG_CACHE_HOME: %s; want it ignored", got)
+	}
+	g := start(t, opts).guard.Load()
+	select {
+	case <-g.plugReady:
+	case <-time.After(time.Minute):
+		t.Fatal("the plugins were not set up within a minute")
+	}
+	if entries, err := os.ReadDir(want); err != nil || len(entries) == 0 {
+		t.Errorf("%s holds %v (%v); want the compiled classifier", want, entries, err)
+	}
+}

@@ -106,12 +106,14 @@ type Options struct {
 	// (the --policy flag). Zero: none.
 	PolicyDirs []string
 	// Policies, when set, is the policy set to decide with, instead of
-	// one loaded from the config and PolicyDirs. Zero: loaded on first
-	// use.
+	// one loaded from the config and PolicyDirs. Zero: loaded by
+	// [LoadPolicies] in the background when the config is loaded (at New
+	// and at each reload).
 	Policies *policies.Policies
 	// PluginCacheDir holds wazero's compilation cache, so only the first
-	// run after an install compiles a plugin. Zero: voltmcp/wasm under
-	// the user cache directory.
+	// run after an install compiles a plugin. Zero:
+	// [DefaultPluginCacheDir] of Home (else the user's home directory) and
+	// LookupEnv, voltmcp/wasm under $XDG_CACHE_HOME or ~/.cache.
 	PluginCacheDir string
 	// DisableAudit turns the audit log off, for embedders that audit
 	// elsewhere. Zero: every call, resource read, prompt fetch, trust
@@ -187,8 +189,10 @@ type Engine struct {
 }
 
 // New builds the Engine for a workspace: it loads the config (unless
-// Options.Config is set), reads the metadata cache, and starts eager and
-// keep-alive servers in the background. No lazy server starts. The error
+// Options.Config is set), reads the metadata cache, and starts in the
+// background the eager and keep-alive servers and the loading of the
+// policies and plugins, which a first call waits for rather than starts.
+// No lazy server starts. The error
 // is for a failure to set up; problems in config files are in
 // Diagnostics. Close the Engine when done, even if New failed part way:
 // New closes what it started before returning an error. A nil opts is

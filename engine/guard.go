@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/policies"
 	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/wasm"
@@ -19,8 +18,10 @@ import (
 
 // guard holds what the engine decides with for one config: the Rego
 // policies, the WebAssembly classifier and shaper chain, and the caches
-// of their answers. Each part is built on first use, so a command that
-// never decides anything pays nothing; a reload starts a new guard.
+// of their answers. newGuard starts preparing the policies and the
+// plugins in the background (prepare.go), so that no call, on a
+// connection's reader or elsewhere, loads Rego or compiles a module: a
+// user of either waits until it is ready. A reload starts a new guard.
 type guard struct {
 	e   *Engine
 	cfg *cue.Config
@@ -35,9 +36,15 @@ type guard struct {
 	// microseconds.
 	custom bool
 
-	polOnce sync.Once
-	pol     *policies.Policies
-	polErr  error
+	// stop ends the preparation early, when the guard closes. polReady
+	// is closed once pol and polErr are set, plugReady once host, chain
+	// and plugErr are (after polReady): until then nothing reads them.
+	stop      context.CancelFunc
+	polReady  chan struct{}
+	plugReady chan struct{}
+
+	pol    *policies.Policies
+	polErr error
 
 	// red is the redact decision once the policies made it. Until they
 	// do, redactor answers with the built-in spec (redFallback) and asks
@@ -51,9 +58,8 @@ type guard struct {
 	decMu sync.Mutex
 	decs  map[decKey]ToolDecision
 
-	plugOnce sync.Once
-	host     *wasm.Host
-	chain    *wasm.Chain
+	host  *wasm.Host
+	chain *wasm.Chain
 	// plugErr is why a configured classifier could not load; while it
 	// is set every tool is rated unknown rather than by a chain that
 	// lacks the team's own rules.
@@ -106,30 +112,18 @@ func newGuard(e *Engine, cfg *cue.Config) *guard {
 			g.trustHints[s.ID] = true
 		}
 	}
+	g.polReady, g.plugReady = make(chan struct{}), make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
+	g.stop = stop
+	go g.prepare(ctx)
 	return g
 }
 
-// policies returns the loaded policy set. A set that failed to load
-// still answers, failing closed; the error is also kept for status.
+// policies returns the loaded policy set, once the guard's preparation
+// has loaded it. A set that failed to load still answers, failing
+// closed; the error is also kept for status.
 func (g *guard) policies() *policies.Policies {
-	g.polOnce.Do(func() {
-		if g.e.opts.Policies != nil {
-			g.pol = g.e.opts.Policies
-			return
-		}
-		opts := &policies.Options{Dirs: slices.Clone(g.e.opts.PolicyDirs)}
-		for _, p := range g.cfg.Policies {
-			if p.Layer.IsProject() {
-				opts.ProjectDirs = append(opts.ProjectDirs, p.Path)
-			} else {
-				opts.Dirs = append(opts.Dirs, p.Path)
-			}
-		}
-		g.pol, g.polErr = policies.Load(context.Background(), opts)
-		if g.polErr != nil {
-			g.e.log.Error("policies failed to load; every decision denies", "err", g.polErr)
-		}
-	})
+	<-g.polReady
 	return g.pol
 }
 
@@ -278,63 +272,23 @@ func envRefs(s string) []string {
 	}
 }
 
-// plugins sets up the wasm host and the chain of configured modules.
+// plugins returns the chain of configured modules once the guard's
+// preparation has set it up. Until then it lets ctx's connection reader
+// go (yieldReader) and waits; when ctx ends first, it returns an empty
+// chain, which rates every tool unknown and shapes by the hard cap alone.
 func (g *guard) plugins(ctx context.Context) *wasm.Chain {
-	g.plugOnce.Do(func() {
-		g.chain = &wasm.Chain{}
-		cacheDir := g.e.opts.PluginCacheDir
-		if cacheDir == "" {
-			if dir, err := os.UserCacheDir(); err == nil {
-				cacheDir = filepath.Join(dir, "voltmcp", "wasm")
-			}
-		}
-		host, err := wasm.NewHost(ctx, &wasm.Options{CacheDir: cacheDir, OnFault: g.e.pluginFault})
-		if err != nil && cacheDir != "" {
-			// An unusable cache directory costs compile time, not safety.
-			host, err = wasm.NewHost(ctx, &wasm.Options{OnFault: g.e.pluginFault})
-		}
-		if err != nil {
-			g.plugErr = err
-			return
-		}
-		g.host = host
-		set := g.cfg.Settings.Plugins
-		load := func(p cue.Plugin) (*wasm.Module, error) {
-			data, err := wasm.ReadModule(p.Path)
-			if err != nil {
-				return nil, err
-			}
-			return host.Load(ctx, p.Path, data, p.SHA256)
-		}
-		for _, p := range set.Classifiers {
-			m, err := load(p)
-			if err != nil {
-				g.plugErr = err
-				g.e.pluginLoadFailed(p.Path, err)
-				continue
-			}
-			g.chain.Classifiers = append(g.chain.Classifiers, m)
-		}
-		for _, p := range set.Shapers {
-			m, err := load(p)
-			if err != nil {
-				// A missing shaper leaves the native sanitizer and cap.
-				g.e.pluginLoadFailed(p.Path, err)
-				continue
-			}
-			g.chain.Shapers = append(g.chain.Shapers, m)
-		}
-		if set.Builtin {
-			if m, err := host.Builtin(ctx); err == nil {
-				g.chain.Classifiers = append(g.chain.Classifiers, m)
-				g.chain.Shapers = append(g.chain.Shapers, m)
-			} else {
-				g.plugErr = err
-				g.e.pluginLoadFailed(wasm.BuiltinName, err)
-			}
-		}
-	})
-	return g.chain
+	select {
+	case <-g.plugReady:
+		return g.chain
+	default:
+	}
+	turn.Yield(ctx) // a module may take seconds to compile
+	select {
+	case <-g.plugReady:
+		return g.chain
+	case <-ctx.Done():
+		return &wasm.Chain{}
+	}
 }
 
 // risk classifies a tool once per metadata hash. A rating that a
@@ -358,8 +312,10 @@ func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) 
 		return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
 	}
 	faulted = false
-	// Setting the plugins up is for the guard's life, whoever asks first.
-	chain := g.plugins(context.Background())
+	chain := g.plugins(ctx)
+	if ctx.Err() != nil {
+		return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
+	}
 	if g.plugErr != nil {
 		r = riskEntry{RiskUnknown, "classifier unavailable: " + g.plugErr.Error()}
 	} else {
@@ -391,10 +347,11 @@ func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) 
 	return r.risk, r.reason
 }
 
-// close releases the wasm host. A guard that never set plugins up is
-// marked as set up, with an empty chain, so none starts after close.
+// close ends the guard's preparation, waits for it (a module being
+// compiled finishes first) and releases the wasm host.
 func (g *guard) close() {
-	g.plugOnce.Do(func() { g.chain = &wasm.Chain{} })
+	g.stop()
+	<-g.plugReady
 	if g.host != nil {
 		_ = g.host.Close(context.Background())
 	}

@@ -230,6 +230,12 @@ func TestMismatchedPluginRatesUnknown(t *testing.T) {
 	if dr.Risk != RiskUnknown || !strings.Contains(dr.RiskReason, "does not match") {
 		t.Fatalf("describe with a refused classifier: risk %s (%s)", dr.Risk, dr.RiskReason)
 	}
+	// The engine refuses the module as it loads the config, in the
+	// background from New, perhaps before the subscription: a reload
+	// loads it again while the subscription listens.
+	if err := e.Reload(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.After(5 * time.Second)
 	for {
 		select {

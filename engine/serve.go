@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,7 +18,6 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
-	"github.com/voltmcp/voltmcp/engine/internal/rawio"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
@@ -177,23 +175,30 @@ func toolResult(r GatewayResult) *mcp.CallToolResult {
 }
 
 // ServeStdio serves the gateway as an MCP server over in and out (an
-// agent's stdio) until the client disconnects or ctx ends.
+// agent's stdio) until the client disconnects or ctx ends, and closes
+// both before it returns.
 //
 // A tools/call of the mcp tool takes a lean path past the SDK's server
-// (leanServe); everything else is the SDK's. An in or out that is an
-// *os.File in non-blocking mode (a pipe or socket Go's poller watches)
-// is read or written with raw system calls on Linux (engine/internal/rawio),
+// (leanServe); everything else is the SDK's. ServeStdio sets up its own
+// poller: an in or out that is an *os.File for a pipe or socket in
+// blocking mode (os.Stdin and os.Stdout as an agent starts a server) is
+// read or written through a non-blocking duplicate that waits in Go's
+// poller ([pollio.Reader], [pollio.Writer]), so that no thread blocks in
+// the kernel, which on Go 1.26 and 1.27 can hold a stop-the-world
+// garbage collection, and with it the whole process, for up to a minute,
+// and a cancelled ctx ends a read in progress. The file's blocking mode
+// is put back before it is closed. in and out are left as they are when
+// they are one open file (one socket both ways), and out when it is the
+// process's stderr too (2>&1). On Linux, a file the poller watches is
+// then read and written with raw system calls (engine/internal/rawio),
 // which spares a thread wake-up per message on a small machine.
 func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	if f, ok := in.(*os.File); ok {
-		in = rawio.Wrap(f)
-	}
-	if f, ok := out.(*os.File); ok {
-		out = rawio.Wrap(f)
-	}
+	r, w := servedIn(in, out), servedOut(out, in)
+	defer w.Close()
+	defer r.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	return e.serveStdio(ctx, in, out, newLeanServe(ctx, e))
+	return e.serveStdio(ctx, r, w, newLeanServe(ctx, e))
 }
 
 // serveStdio serves with lean answering what it can; ctx must end no

@@ -15,7 +15,7 @@ import (
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/recurse.wasm")
+var update = flag.Bool("update", false, "rewrite testdata/recurse.wasm and testdata/grow.wasm")
 
 const (
 	opLocalGet = 0x20

@@ -35,6 +35,9 @@ const (
 	MaxDefaultPoolSize = 4
 )
 
+// maxMemoryPages is the most pages a wasm32 memory has: 4 GiB.
+const maxMemoryPages = 65536
+
 // instantiateTimeout bounds starting one instance (the guest's
 // _initialize), which is slower than a call for guests with a runtime.
 const instantiateTimeout = 5 * time.Second
@@ -49,13 +52,15 @@ type Options struct {
 	// module compiled by an earlier process loads in milliseconds. ""
 	// keeps compiled code in memory only.
 	CacheDir string
-	// MemoryPages bounds every instance's linear memory, in 64 KiB pages.
-	// Zero means DefaultMemoryPages.
+	// MemoryPages bounds the linear memory of every instance of a module
+	// loaded without LoadOptions.MemoryPages (the built-in module among
+	// them), in 64 KiB pages. Zero means DefaultMemoryPages.
 	MemoryPages uint32
-	// Timeout bounds one classify or shape call, allocation and copies
-	// included, for any shape of guest code (see Host). Starting the
-	// call's instance is bounded apart, by the larger of Timeout and five
-	// seconds. Zero means DefaultTimeout.
+	// Timeout bounds one classify or shape call of a module loaded
+	// without LoadOptions.Timeout (the built-in module among them),
+	// allocation and copies included, for any shape of guest code (see
+	// Host). Starting the call's instance is bounded apart, by the larger
+	// of the timeout and five seconds. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// PoolSize bounds the calls one module runs at once. Zero means
 	// GOMAXPROCS, at most MaxDefaultPoolSize.
@@ -75,6 +80,39 @@ type Options struct {
 	OnFault func(Fault)
 }
 
+// LoadOptions configures one module for [Host.Load]. The zero value pins
+// nothing and takes the Host's limits; a nil *LoadOptions is the zero
+// value.
+type LoadOptions struct {
+	// SHA256 pins the module's content: when not empty, the module's
+	// SHA-256 must equal it (hex, case-insensitive) or Load refuses the
+	// module with a *PinError.
+	SHA256 string
+	// MemoryPages bounds the linear memory of every instance of the
+	// module, in 64 KiB pages: a memory.grow past it fails, and a module
+	// that declares more initial memory is refused. Zero means
+	// Options.MemoryPages.
+	MemoryPages uint32
+	// Timeout bounds one classify or shape call of the module, as
+	// Options.Timeout does for the Host's. Zero means Options.Timeout.
+	Timeout time.Duration
+}
+
+// PinError is the error of [Host.Load] for a module whose content does
+// not match its LoadOptions.SHA256.
+type PinError struct {
+	// Module is the name the module was to be loaded under.
+	Module string
+	// SHA256 is the hex SHA-256 of the module's bytes.
+	SHA256 string
+	// Pin is the digest it was pinned to.
+	Pin string
+}
+
+func (e *PinError) Error() string {
+	return fmt.Sprintf("wasm: module %s: sha256 %s does not match its pin %s", e.Module, e.SHA256, e.Pin)
+}
+
 // FaultKind says how a plugin call failed.
 type FaultKind string
 
@@ -83,11 +121,12 @@ const (
 	// FaultTrap: the guest trapped (unreachable, out-of-bounds access,
 	// stack overflow, ...) or exited.
 	FaultTrap FaultKind = "trap"
-	// FaultDeadline: the call ran past Options.Timeout or the caller's
+	// FaultDeadline: the call ran past its module's timeout
+	// (LoadOptions.Timeout, else Options.Timeout) or the caller's
 	// deadline.
 	FaultDeadline FaultKind = "deadline"
-	// FaultMemory: the guest ran out of memory under the page limit, or
-	// its allocator returned nothing.
+	// FaultMemory: the guest ran out of memory under its module's page
+	// limit, or its allocator returned nothing.
 	FaultMemory FaultKind = "memory"
 	// FaultMalformed: the result was not valid JSON of the right shape,
 	// or pointed outside the guest's memory.
@@ -139,7 +178,8 @@ func (k FaultKind) reported() bool {
 }
 
 // Host runs plugin modules in one wazero runtime. It is safe for
-// concurrent use.
+// concurrent use. Each module has its own memory limit and call timeout
+// (LoadOptions); the Host's Options give the defaults.
 //
 // A call's deadline holds whatever the guest's code looks like: wazero
 // closes a module whose call context is done, but notices only at loop
@@ -164,8 +204,10 @@ type Host struct {
 }
 
 // NewHost starts a wazero runtime with the compiler engine where the
-// platform has one, termination on context done, the memory page limit,
-// and the compilation cache, and instantiates WASI into it.
+// platform has one, termination on context done and the compilation
+// cache, and instantiates WASI into it. The memory limits are each
+// module's: Load writes a module's limit into the module as the maximum
+// of its memory, so one runtime holds modules of different limits.
 func NewHost(ctx context.Context, opts *Options) (*Host, error) {
 	var o Options
 	if opts != nil {
@@ -174,8 +216,8 @@ func NewHost(ctx context.Context, opts *Options) (*Host, error) {
 	if o.MemoryPages == 0 {
 		o.MemoryPages = DefaultMemoryPages
 	}
-	if o.MemoryPages > 65536 {
-		return nil, fmt.Errorf("wasm: memory pages %d over the wasm32 maximum of 65536", o.MemoryPages)
+	if o.MemoryPages > maxMemoryPages {
+		return nil, fmt.Errorf("wasm: memory pages %d over the wasm32 maximum of %d", o.MemoryPages, maxMemoryPages)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -198,7 +240,7 @@ func NewHost(ctx context.Context, opts *Options) (*Host, error) {
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(o.MemoryPages).
+		WithMemoryLimitPages(maxMemoryPages).
 		WithCompilationCache(cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
@@ -244,35 +286,48 @@ const BuiltinName = "builtin"
 func (h *Host) Builtin(ctx context.Context) (*Module, error) {
 	h.builtinOnce.Do(func() {
 		sum := sha256.Sum256(builtinWasm)
-		h.builtin, h.builtinErr = h.Load(ctx, BuiltinName, builtinWasm, hex.EncodeToString(sum[:]))
+		h.builtin, h.builtinErr = h.Load(ctx, BuiltinName, builtinWasm, &LoadOptions{SHA256: hex.EncodeToString(sum[:])})
 	})
 	return h.builtin, h.builtinErr
 }
 
-// Load checks a module and returns it, ready to compile on its first call.
-// When sha256Pin is not empty, the module's SHA-256 must equal it (hex,
-// case-insensitive) or Load refuses it. Load checks the imports, the
+// Load checks a module and returns it, ready to compile on its first call
+// (or on [Module.Compile]). A module whose SHA-256 does not match
+// opts.SHA256 is refused with a *PinError. Load checks the imports, the
 // exports and their signatures, the ABI version marker and the memory
-// against the page limit, without compiling the module or running any of
-// its code.
-func (h *Host) Load(_ context.Context, name string, wasm []byte, sha256Pin string) (*Module, error) {
+// against the module's page limit, without compiling the module or
+// running any of its code. A nil opts is the zero LoadOptions.
+func (h *Host) Load(_ context.Context, name string, wasm []byte, opts *LoadOptions) (*Module, error) {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
 	if h.isClosed() {
 		return nil, fmt.Errorf("wasm: load %s: host closed", name)
 	}
+	if o.MemoryPages == 0 {
+		o.MemoryPages = h.memPages
+	}
+	if o.MemoryPages > maxMemoryPages {
+		return nil, fmt.Errorf("wasm: module %s: memory pages %d over the wasm32 maximum of %d", name, o.MemoryPages, maxMemoryPages)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = h.timeout
+	}
 	sum := sha256.Sum256(wasm)
 	got := hex.EncodeToString(sum[:])
-	if sha256Pin != "" && !strings.EqualFold(strings.TrimSpace(sha256Pin), got) {
-		return nil, fmt.Errorf("wasm: module %s: sha256 %s does not match its pin %s", name, got, sha256Pin)
+	if o.SHA256 != "" && !strings.EqualFold(strings.TrimSpace(o.SHA256), got) {
+		return nil, &PinError{Module: name, SHA256: got, Pin: o.SHA256}
 	}
-	sh, err := inspect(wasm, h.memPages)
+	sh, err := inspect(wasm, o.MemoryPages)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
 	}
-	bin, err := instrument(wasm)
+	bin, err := instrument(wasm, o.MemoryPages)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
 	}
-	return &Module{host: h, name: name, sum: got, bin: bin, sh: sh,
+	return &Module{host: h, name: name, sum: got, bin: bin, sh: sh, memPages: o.MemoryPages, timeout: o.Timeout,
 		sem: make(chan struct{}, h.poolSize)}, nil
 }
 
@@ -289,6 +344,9 @@ type Module struct {
 	sum  string
 	bin  []byte
 	sh   shape
+	// memPages and timeout are the module's limits (LoadOptions).
+	memPages uint32
+	timeout  time.Duration
 
 	compileMu  sync.Mutex
 	compiled   wazero.CompiledModule
@@ -383,7 +441,7 @@ func (m *Module) Shape(ctx context.Context, in ShapeInput) (Shaped, error) {
 	if err != nil {
 		return Shaped{}, m.fault(FaultInput, nil, "", fmt.Errorf("encode input: %w", err))
 	}
-	if uint64(len(b)) > uint64(m.host.memPages)*65536/4 {
+	if uint64(len(b)) > uint64(m.memPages)*65536/4 {
 		return Shaped{}, m.fault(FaultOversized, nil, "", fmt.Errorf("input of %d bytes would not fit a quarter of the memory limit", len(b)))
 	}
 	out, inst, err := m.call(ctx, in.Server, ExportShape, b, MaxShapeOutput)
@@ -484,12 +542,16 @@ func (m *Module) call(ctx context.Context, server, export string, input []byte, 
 		inst.server = server
 	}
 	inst.out.reset()
-	cctx, cancel := context.WithTimeout(ctx, m.host.timeout)
+	cctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 
 	fail := func(kind FaultKind, err error) ([]byte, *instance, error) {
 		if kind == "" {
 			kind = m.kindOf(ctx, inst, err)
+		}
+		if kind == FaultDeadline && ctx.Err() == nil {
+			// The module's own timeout ended the call, not the caller.
+			err = fmt.Errorf("%w (past the module's timeout of %s)", err, m.timeout)
 		}
 		return nil, nil, m.discard(inst, kind, err)
 	}
@@ -537,7 +599,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithStartFunctions(ExportInitialize).
 		WithStdout(w).
 		WithStderr(w)
-	ictx, cancel := context.WithTimeout(ctx, max(instantiateTimeout, m.host.timeout))
+	ictx, cancel := context.WithTimeout(ctx, max(instantiateTimeout, m.timeout))
 	defer cancel()
 	mod, err := m.host.rt.InstantiateModule(ictx, m.compiled, cfg)
 	if err != nil {
@@ -579,9 +641,9 @@ func (m *Module) kindOf(ctx context.Context, inst *instance, err error) FaultKin
 	// fail, and a Go guest's runtime then aborts with "out of memory" on
 	// stderr. Call that a memory fault when the memory is near the limit.
 	// The slack is the last eighth of the limit, at most 64 pages.
-	slack := min(m.host.memPages/8, 64)
+	slack := min(m.memPages/8, 64)
 	if strings.Contains(inst.out.String(), "out of memory") ||
-		inst.mem != nil && inst.mem.Size()/65536+slack >= m.host.memPages {
+		inst.mem != nil && inst.mem.Size()/65536+slack >= m.memPages {
 		return FaultMemory
 	}
 	return FaultTrap

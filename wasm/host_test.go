@@ -80,7 +80,7 @@ func newHost(t testing.TB, o wasm.Options) (*wasm.Host, *faults) {
 
 func load(t testing.TB, h *wasm.Host, name string, bin []byte) *wasm.Module {
 	t.Helper()
-	m, err := h.Load(context.Background(), name, bin, "")
+	m, err := h.Load(context.Background(), name, bin, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestLoadChecksTheABI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, err := h.Load(context.Background(), "mod-"+tt.name, tt.bin, tt.pin)
+			m, err := h.Load(context.Background(), "mod-"+tt.name, tt.bin, &wasm.LoadOptions{SHA256: tt.pin})
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -138,7 +138,7 @@ func TestLoadChecksTheABI(t *testing.T) {
 		})
 	}
 	// A pin mismatch names both hashes.
-	_, err := h.Load(context.Background(), "pinned", good, strings.Repeat("a", 64))
+	_, err := h.Load(context.Background(), "pinned", good, &wasm.LoadOptions{SHA256: strings.Repeat("a", 64)})
 	if err == nil || !strings.Contains(err.Error(), pin) || !strings.Contains(err.Error(), strings.Repeat("a", 64)) {
 		t.Errorf("pin mismatch error %v; want both hashes", err)
 	}
@@ -391,7 +391,7 @@ func TestUnsupportedAndClosed(t *testing.T) {
 	if _, err := m.Classify(ctx, wasm.ClassifyInput{}); !errors.As(err, &f) || f.Kind != wasm.FaultClosed {
 		t.Errorf("after Close: %v; want closed", err)
 	}
-	if _, err := h.Load(ctx, "late", abiModule(goodResult, nil), ""); err == nil {
+	if _, err := h.Load(ctx, "late", abiModule(goodResult, nil), nil); err == nil {
 		t.Error("Load after Close succeeded")
 	}
 	if k := fs.kinds(); len(k) != 0 {

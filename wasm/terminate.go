@@ -31,7 +31,12 @@ const entryCheck = "\x03\x40\x0b"
 // own instructions start, so their label depths are unchanged. Only the
 // code section changes; offsets in custom sections such as DWARF line
 // tables, which no call depends on, may then point a little off.
-func instrument(bin []byte) ([]byte, error) {
+//
+// instrument also writes memPages, the module's page limit, as the
+// maximum of its memory (or keeps the module's own maximum when that is
+// lower), so that memory.grow past the limit fails in this module
+// whatever the runtime's limit.
+func instrument(bin []byte, memPages uint32) ([]byte, error) {
 	r := &reader{b: bin}
 	r.bytes(8) // magic and version, checked by inspect
 	out := make([]byte, 0, len(bin)+len(bin)/16+64)
@@ -43,6 +48,16 @@ func instrument(bin []byte) ([]byte, error) {
 		body := r.bytes(int(size))
 		if r.err != nil {
 			break
+		}
+		if id == 5 {
+			mem, err := limitMemory(body, memPages)
+			if err != nil {
+				return nil, fmt.Errorf("memory section: %w", err)
+			}
+			out = append(out, id)
+			out = appendU32(out, uint32(len(mem)))
+			out = append(out, mem...)
+			continue
 		}
 		if id != 10 {
 			out = append(out, bin[start:r.off]...)
@@ -58,6 +73,40 @@ func instrument(bin []byte) ([]byte, error) {
 	}
 	if r.err != nil {
 		return nil, r.err
+	}
+	return out, nil
+}
+
+// limitMemory rewrites the body of a memory section so that every memory
+// has a maximum of at most limit pages: the lower of its own maximum, if
+// it declares one, and limit. inspect has held the section to one
+// memory, neither shared nor 64-bit, whose minimum is within limit.
+func limitMemory(sec []byte, limit uint32) ([]byte, error) {
+	s := &reader{b: sec}
+	n := s.u32()
+	out := appendU32(make([]byte, 0, len(sec)+5), n)
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		flags := s.byte()
+		lo := s.u32()
+		hi := limit
+		if flags&1 != 0 {
+			hi = min(s.u32(), limit)
+		}
+		if s.err != nil {
+			break
+		}
+		if flags&^1 != 0 || lo > hi {
+			return nil, fmt.Errorf("memory %d: flags 0x%02x, minimum %d pages, limit %d pages", i, flags, lo, hi)
+		}
+		out = append(out, flags|1)
+		out = appendU32(out, lo)
+		out = appendU32(out, hi)
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.off != len(sec) {
+		return nil, errors.New("trailing bytes")
 	}
 	return out, nil
 }

@@ -138,7 +138,8 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 
 	eng, err := engine.New(ctx, &engine.Options{
 		Home: home, Project: project, AgentDir: agent, Approve: true, Surface: cue.SurfaceInteractive,
-		PluginCacheDir: filepath.Join(agent, "wasm-cache"),
+		// The demo's own home holds the cache, as it holds the rest.
+		PluginCacheDir: engine.DefaultPluginCacheDir(home, nil),
 		LookupEnv: func(k string) (string, bool) {
 			v := e.getenv(k)
 			return v, v != ""

@@ -16,7 +16,6 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
-	"github.com/voltmcp/voltmcp/engine/pollio"
 )
 
 // gatewayCommand builds a command that runs one action of the mcp tool,
@@ -215,13 +214,9 @@ Examples:
 			}
 		}
 		if addr == "" && socket == "" {
-			// The agent's pipes are read and written through the poller
-			// (pollio): faster, and safe from a runtime stall.
-			in, restore := pollio.Reader(e.stdin, e.stdout)
-			defer restore()
-			out, restoreOut := pollio.Writer(e.stdout, e.stdin, e.stderr)
-			defer restoreOut()
-			err = eng.ServeStdio(ctx, in, out)
+			// ServeStdio reads and writes the agent's pipes through the
+			// poller.
+			err = eng.ServeStdio(ctx, readCloser(e.stdin), writeCloser(e.stdout))
 			if err != nil && ctx.Err() == nil && err != io.EOF {
 				return failuref("serve: %w", err)
 			}
@@ -291,3 +286,26 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// readCloser is os.Stdin as it is, an *os.File, which ServeStdio reads
+// through the poller and closes, and any other reader with a Close that
+// does nothing.
+func readCloser(r io.Reader) io.ReadCloser {
+	if f, ok := r.(*os.File); ok {
+		return f
+	}
+	return io.NopCloser(r)
+}
+
+// writeCloser is readCloser for a writer.
+func writeCloser(w io.Writer) io.WriteCloser {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return nopWriteCloser{w}
+}
+
+// nopWriteCloser is a writer whose Close does nothing.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -48,7 +49,7 @@ Examples:
 			fs.StringVar(&classifyFile, "classify", "", "run classify on the ClassifyInput JSON in `FILE`")
 			fs.StringVar(&shapeFile, "shape", "", "run shape on the ShapeInput JSON in `FILE`")
 			fs.StringVar(&pin, "sha256", "", "refuse the module unless its SHA-256 is `HEX`")
-			fs.StringVar(&cacheDir, "cache-dir", "", "compilation cache `DIR` (default $XDG_CACHE_HOME/voltmcp/wazero, else <home>/.cache/voltmcp/wazero)")
+			fs.StringVar(&cacheDir, "cache-dir", "", "compilation cache `DIR` (default $XDG_CACHE_HOME/voltmcp/wasm, else <home>/.cache/voltmcp/wasm, as the gateway's)")
 			fs.DurationVar(&timeout, "timeout", 0, "per-call deadline (default 1s)")
 			fs.Uint32Var(&pages, "memory-pages", 0, "memory limit in 64 KiB pages (default 512)")
 		},
@@ -58,7 +59,7 @@ Examples:
 			return usageErrorf("want 'voltmcp plugin run MODULE ...' or 'voltmcp plugin check MODULE...'")
 		}
 		if cacheDir == "" {
-			cacheDir = pluginCacheDir(e)
+			cacheDir = e.g.pluginCache
 		}
 		opts := &wasm.Options{CacheDir: cacheDir, Timeout: timeout, MemoryPages: pages, PoolSize: 1}
 		switch args[0] {
@@ -87,32 +88,16 @@ Examples:
 	return c
 }
 
-// pluginCacheDir is where the CLI keeps wazero's compilation cache.
-func pluginCacheDir(e *env) string {
-	if d := e.getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "voltmcp", "wazero")
-	}
-	return filepath.Join(e.g.home, ".cache", "voltmcp", "wazero")
-}
-
 // loadPlugin loads MODULE (a .wasm path or "builtin") into h, refusing a
-// hash that does not match pin, and compiles it, without calling it. vet
-// checks configured plugins with it.
+// hash that does not match pin, and compiles it, without calling it: a
+// file as the gateway loads each module of settings.plugins.
 func loadPlugin(ctx context.Context, h *wasm.Host, module, pin string) (*wasm.Module, error) {
-	var m *wasm.Module
-	var err error
-	if module == builtinModule {
-		m, err = h.Builtin(ctx)
-		if err == nil && pin != "" && !strings.EqualFold(pin, m.SHA256()) {
-			err = fmt.Errorf("wasm: module %s: sha256 %s does not match its pin %s", module, m.SHA256(), pin)
-		}
-	} else {
-		var bin []byte
-		bin, err = wasm.ReadModule(module)
-		if err != nil {
-			return nil, err
-		}
-		m, err = h.Load(ctx, module, bin, pin)
+	if module != builtinModule {
+		return engine.LoadPlugin(ctx, h, cue.Plugin{Path: module, SHA256: pin}, "")
+	}
+	m, err := h.Builtin(ctx)
+	if err == nil && pin != "" && !strings.EqualFold(pin, m.SHA256()) {
+		err = &wasm.PinError{Module: module, SHA256: m.SHA256(), Pin: pin}
 	}
 	if err != nil {
 		return nil, err

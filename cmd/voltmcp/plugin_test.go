@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/voltmcp/voltmcp/engine"
 )
 
 // runPlugin runs the CLI with stdin and returns its result.
@@ -112,6 +114,44 @@ func TestPluginUsageErrors(t *testing.T) {
 		r := runPlugin(t, "", tt.args...)
 		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("%v: want exit %d and %q\n%s", tt.args, tt.code, tt.want, r)
+		}
+	}
+}
+
+// TestPluginCacheDirIsTheGateways checks that the CLI keeps compiled
+// plugins where the engine does by default (engine.DefaultPluginCacheDir,
+// voltmcp/wasm under $XDG_CACHE_HOME, else under <home>/.cache): `plugin
+// check` compiles into it, and the gateway's commands pass it on.
+func TestPluginCacheDirIsTheGateways(t *testing.T) {
+	t.Parallel()
+	module, err := filepath.Abs(filepath.Join("..", "..", "wasm", "testdata", "grow.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, xdg := range []bool{true, false} {
+		home, cache := t.TempDir(), t.TempDir()
+		vars := map[string]string{"HOME": home, "XDG_CACHE_HOME": ""}
+		want := filepath.Join(home, ".cache", "voltmcp", "wasm")
+		if xdg {
+			vars["XDG_CACHE_HOME"] = cache
+			want = filepath.Join(cache, "voltmcp", "wasm")
+		}
+		getenv := fakeEnv(t, vars)
+		if got := engine.DefaultPluginCacheDir(home, func(k string) (string, bool) { v := getenv(k); return v, v != "" }); got != want {
+			t.Errorf("XDG_CACHE_HOME set %v: engine.DefaultPluginCacheDir = %s; want %s", xdg, got, want)
+		}
+		g := globals{}
+		if err := g.resolve(getenv); err != nil {
+			t.Fatal(err)
+		}
+		if g.pluginCache != want {
+			t.Errorf("XDG_CACHE_HOME set %v: the gateway's commands use %s; want %s", xdg, g.pluginCache, want)
+		}
+		if r := runCLI(t, getenv, "plugin", "check", module); r.code != exitOK {
+			t.Fatalf("plugin check: %s", r)
+		}
+		if entries, err := os.ReadDir(want); err != nil || len(entries) == 0 {
+			t.Errorf("XDG_CACHE_HOME set %v: plugin check left %v in %s (%v); want the compiled module", xdg, entries, want, err)
 		}
 	}
 }

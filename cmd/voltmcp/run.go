@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine"
 )
 
 // Exit codes. They are part of the CLI's contract: scripts and CI depend
@@ -61,8 +62,8 @@ type globals struct {
 	approve   bool
 	noApprove bool
 	policies  []string
-	// pluginCache is wazero's compilation cache: voltmcp/wasm under
-	// $XDG_CACHE_HOME, else under <home>/.cache.
+	// pluginCache is wazero's compilation cache: the engine's
+	// DefaultPluginCacheDir of home and the environment.
 	pluginCache string
 }
 
@@ -95,11 +96,10 @@ func (g *globals) resolve(getenv func(string) string) error {
 	if g.agentDir == "" {
 		g.agentDir = filepath.Join(g.home, ".volt", "agent")
 	}
-	cache := getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		cache = filepath.Join(g.home, ".cache")
-	}
-	g.pluginCache = filepath.Join(cache, "voltmcp", "wasm")
+	g.pluginCache = engine.DefaultPluginCacheDir(g.home, func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	})
 	for i, p := range g.policies {
 		if abs, err := filepath.Abs(p); err == nil {
 			g.policies[i] = abs

@@ -3,9 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
-	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/engine"
 	"github.com/voltmcp/voltmcp/safefile"
 	"github.com/voltmcp/voltmcp/wasm"
 )
@@ -158,8 +157,9 @@ type vetPolicy struct {
 	flag  bool // named by --policy, not by a config file
 }
 
-// vetPolicies compiles the policies srcs name, as the gateway would load
-// them, and reports each entry that keeps them from loading. When the
+// vetPolicies compiles the policies srcs name through the gateway's own
+// loader (engine.LoadPolicies), and reports each entry that keeps them
+// from loading. When the
 // whole set fails, entries are added one at a time so that each error is
 // reported at the entry whose policy causes it, including an entry that
 // only conflicts with an earlier one.
@@ -181,15 +181,12 @@ func vetPolicies(ctx context.Context, srcs []cue.PolicySource) cue.Diagnostics {
 		}
 	}
 	load := func(es []vetPolicy) error {
-		var o policies.Options
-		for _, en := range es {
-			if en.src.Layer.IsProject() {
-				o.ProjectDirs = append(o.ProjectDirs, en.path)
-			} else {
-				o.Dirs = append(o.Dirs, en.path)
-			}
+		srcs := make([]cue.PolicySource, len(es))
+		for i, en := range es {
+			srcs[i] = en.src
+			srcs[i].Path = en.path
 		}
-		_, err := policies.Load(ctx, &o)
+		_, err := engine.LoadPolicies(ctx, nil, srcs)
 		return err
 	}
 	all := load(entries)
@@ -233,28 +230,43 @@ func policyDiagnostic(en vetPolicy, err error) cue.Diagnostic {
 	}
 }
 
-// vetPlugins loads every module settings.plugins names, in a sandbox of
-// its own memory limit, checks it as the gateway would and compiles it,
-// without calling it. Compiled code stays in memory: vet writes no cache.
+// vetPlugins loads every module settings.plugins names through the
+// gateway's own loader (engine.LoadPlugin), with its own limits, which
+// checks it and compiles it, without calling it. Compiled code stays in
+// memory: vet writes no cache.
 func vetPlugins(ctx context.Context, cfg *cue.Config) cue.Diagnostics {
+	if len(cfg.Settings.Plugins.Classifiers)+len(cfg.Settings.Plugins.Shapers) == 0 {
+		return nil
+	}
+	h, err := wasm.NewHost(ctx, &wasm.Options{PoolSize: 1})
+	if err != nil {
+		return cue.Diagnostics{{Severity: cue.SeverityError, Code: cue.CodePluginError, Path: "settings.plugins",
+			Message: fmt.Sprintf("plugins cannot be checked: %v", err)}}
+	}
+	defer h.Close(context.WithoutCancel(ctx))
 	var ds cue.Diagnostics
 	for _, list := range []struct {
 		key     string
 		plugins []cue.Plugin
 		export  string
-		can     func(*wasm.Module) bool
 	}{
-		{"classifiers", cfg.Settings.Plugins.Classifiers, wasm.ExportClassify, (*wasm.Module).CanClassify},
-		{"shapers", cfg.Settings.Plugins.Shapers, wasm.ExportShape, (*wasm.Module).CanShape},
+		{"classifiers", cfg.Settings.Plugins.Classifiers, wasm.ExportClassify},
+		{"shapers", cfg.Settings.Plugins.Shapers, wasm.ExportShape},
 	} {
 		origin := cfg.Sources["settings.plugins."+list.key]
 		for i, pl := range list.plugins {
 			if ctx.Err() != nil {
 				return nil
 			}
-			field, msg := vetPlugin(ctx, pl, shownPath(pl.Path, origin.File), list.export, list.can)
-			if msg == "" {
+			shown := pl
+			shown.Path = shownPath(pl.Path, origin.File)
+			_, err := engine.LoadPlugin(ctx, h, shown, list.export)
+			if err == nil || ctx.Err() != nil {
 				continue
+			}
+			field := "path"
+			if pe := (*wasm.PinError)(nil); errors.As(err, &pe) {
+				field = "sha256"
 			}
 			hint := "the gateway refuses the module; voltmcp plugin check " + shownPath(pl.Path, origin.File) + " shows what it imports and exports"
 			if field == "sha256" {
@@ -263,47 +275,11 @@ func vetPlugins(ctx context.Context, cfg *cue.Config) cue.Diagnostics {
 			ds = append(ds, cue.Diagnostic{
 				Severity: cue.SeverityError, Code: cue.CodePluginError, Layer: origin.Layer,
 				Position: itemPosition(origin, i, field), Path: fmt.Sprintf("settings.plugins.%s[%d].%s", list.key, i, field),
-				Message: msg, Hint: hint,
+				Message: err.Error(), Hint: hint,
 			})
 		}
 	}
 	return ds
-}
-
-// vetPlugin checks one module and returns the field of its entry to
-// report at (path or sha256) and what is wrong, or "" when nothing is.
-func vetPlugin(ctx context.Context, pl cue.Plugin, shown, export string, can func(*wasm.Module) bool) (field, msg string) {
-	bin, err := wasm.ReadModule(pl.Path)
-	if err != nil {
-		return "path", fmt.Sprintf("plugin %s cannot be read: %v", shown, pathError(err))
-	}
-	sum := sha256.Sum256(bin)
-	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, pl.SHA256) {
-		return "sha256", fmt.Sprintf("plugin %s has sha256 %s, which does not match its pin %s", shown, got, pl.SHA256)
-	}
-	h, err := wasm.NewHost(ctx, &wasm.Options{MemoryPages: uint32(pl.MemoryPages), PoolSize: 1})
-	if err != nil {
-		return "path", fmt.Sprintf("plugin %s: %v", shown, err)
-	}
-	defer h.Close(context.WithoutCancel(ctx))
-	name := shown
-	if name == builtinModule {
-		name = "." + string(filepath.Separator) + name // a file, not the built-in module
-	}
-	m, err := loadPlugin(ctx, h, name, pl.SHA256)
-	if err != nil {
-		return "path", strings.TrimPrefix(err.Error(), "wasm: ")
-	}
-	if !can(m) {
-		return "path", fmt.Sprintf("module %s does not export %s, which its list needs", shown, export)
-	}
-	return "", ""
-}
-
-// pathError drops the absolute path an *fs.PathError repeats, since the
-// message names the file as shown.
-func pathError(err error) error {
-	return safefile.Pathless(err)
 }
 
 // shownPath returns abs, a path the loader made absolute against the

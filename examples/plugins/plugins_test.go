@@ -57,7 +57,7 @@ func TestExamplePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := h.Load(ctx, tt.file, bin, "")
+			m, err := h.Load(ctx, tt.file, bin, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,53 @@
+;; grow.wasm: a plugin whose first call on an instance grows its memory
+;; from 2 pages to 18, one page at a time, and traps as soon as a grow
+;; fails: under a memoryPages limit below 18 it faults, under a larger one
+;; it answers. TestGrowTestdata in ../limits_test.go keeps grow.wasm equal
+;; to what this text describes (run it with -update after a change).
+(module
+  (memory (export "memory") 2)
+  (data (i32.const 64) "{\"risk\":\"write\",\"reason\":\"test module\"}")
+  (func (export "voltmcp_abi_v1"))
+  (func (export "voltmcp_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "voltmcp_free") (param i32 i32))
+  (func (export "classify") (param i32 i32) (result i64)
+    (if (i32.eqz (i32.load (i32.const 8)))
+      (then
+        (i32.store (i32.const 8) (i32.const 1))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))))
+    (i64.const 0x0000004000000027)) ;; ptr 64, len 39
+  (func (export "shape") (param i32 i32) (result i64)
+    (if (i32.eqz (i32.load (i32.const 8)))
+      (then
+        (i32.store (i32.const 8) (i32.const 1))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then unreachable))))
+    (i64.const 0x0000004000000027))))

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
@@ -601,91 +600,6 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRecords(calls + 1)
-}
-
-// TestLeanHTTPWire speaks raw Streamable HTTP to the lean path: a call
-// on a session the SDK does not know goes to the SDK (404); a call on an
-// initialized session is answered as one event of an event stream; a
-// cancelled call gets no answer, and its cancellation a 202.
-func TestLeanHTTPWire(t *testing.T) {
-	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
-	ctx := ctxT(t, 30*time.Second)
-	lean := newLeanServe(ctx, e)
-	hs := httptest.NewServer(e.httpHandler(testToken, lean))
-	defer hs.Close()
-	client := bearerClient(testToken)
-	post := func(session string, msg map[string]any) (*http.Response, string) {
-		t.Helper()
-		msg["jsonrpc"] = "2.0"
-		body, _ := json.Marshal(msg)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp, string(data)
-	}
-	echo := map[string]any{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "wire"}}
-
-	if resp, _ := post("no-such-session", gatewayCallMsg(1, echo, nil)); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown session: HTTP %d, want 404", resp.StatusCode)
-	}
-	resp, _ := post("", map[string]any{"id": 0, "method": "initialize", "params": map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "wire", "version": "1"}}})
-	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: HTTP %d, session %q", resp.StatusCode, sid)
-	}
-	defer func() {
-		// The session ends with the test.
-		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, hs.URL, nil)
-		req.Header.Set("Mcp-Session-Id", sid)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	if resp, _ := post(sid, map[string]any{"method": "notifications/initialized"}); resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("initialized: HTTP %d", resp.StatusCode)
-	}
-	resp, body := post(sid, gatewayCallMsg(2, echo, nil))
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" ||
-		!strings.HasPrefix(body, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":") || !strings.Contains(body, "wire") {
-		t.Errorf("call: HTTP %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
-	}
-	if n := lean.answered.Load(); n != 1 {
-		t.Errorf("the lean path answered %d calls, want 1", n)
-	}
-
-	// A slow call, cancelled: the cancellation is accepted, and the
-	// call's stream ends without an answer.
-	slow := map[string]any{"action": "call", "server": "s", "tool": "slow", "arguments": map[string]any{"ms": 20000}}
-	ended := make(chan string, 1)
-	go func() {
-		_, body := post(sid, gatewayCallMsg(3, slow, nil))
-		ended <- body
-	}()
-	time.Sleep(300 * time.Millisecond)
-	if resp, _ := post(sid, map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": 3, "reason": "test"}}); resp.StatusCode != http.StatusAccepted {
-		t.Errorf("cancel: HTTP %d", resp.StatusCode)
-	}
-	select {
-	case body := <-ended:
-		if body != "" {
-			t.Errorf("the cancelled call was answered: %q", body)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cancelled call's stream did not end")
-	}
-	if n := lean.answered.Load(); n != 1 {
-		t.Errorf("the lean path answered %d calls, want 1", n)
-	}
 }
 
 // TestEveryCodecAnswersAPanicTheSameWay makes a call whose gateway work

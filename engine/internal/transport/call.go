@@ -37,6 +37,9 @@ type Caller struct {
 	nextID   atomic.Uint64
 }
 
+// Made reports how many calls h has made.
+func (h *Caller) Made() uint64 { return h.nextID.Load() }
+
 // ErrRetrySDK means the server refused a call before reading it (the
 // session is unknown to it, or its authorization lapsed): the SDK's
 // client, which handles both, should make the call instead.
@@ -189,7 +192,7 @@ func (h *Caller) answer(ctx context.Context, id string, data []byte, progress fu
 			return nil, m.Error
 		}
 		if m.Result == nil {
-			return json.RawMessage("null"), nil
+			return nil, errors.New("the server's answer carries neither a result nor an error")
 		}
 		return m.Result, nil
 	case *jsonrpc.Request:

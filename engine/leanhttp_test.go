@@ -164,4 +164,3 @@ func TestLeanHTTPWire(t *testing.T) {
 		t.Errorf("the lean path answered %d calls, want 1", n)
 	}
 }
-

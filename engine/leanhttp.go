@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -155,13 +156,16 @@ func (h *leanHTTP) call(w http.ResponseWriter, r *http.Request, sid string, req 
 		hd.Set("Cache-Control", "no-cache, no-transform")
 		hd.Set("Content-Type", "text/event-stream")
 		hd.Set("Connection", "keep-alive")
-		w.WriteHeader(http.StatusOK)
 		out := make([]byte, 0, len(b)+24)
 		out = append(out, "event: message\ndata: "...)
 		out = append(out, b...)
 		out = append(out, "\n\n"...)
+		// The whole stream is this one event: with its length known, the
+		// answer leaves in one write when the handler returns, without a
+		// flush and a chunked encoding's end.
+		hd.Set("Content-Length", strconv.Itoa(len(out)))
+		w.WriteHeader(http.StatusOK)
 		_, err := w.Write(out)
-		_ = http.NewResponseController(w).Flush()
 		return err
 	}
 	work := h.l.startThen(key, req.ID, p.Arguments, false, write, func() { close(done) })

@@ -87,9 +87,28 @@ func (h *Caller) exchange(ctx context.Context, id string, body []byte, progress 
 		}
 		return h.answer(ctx, id, data, progress, listChanged)
 	case "text/event-stream":
-		return h.events(ctx, id, resp.Body, progress, listChanged)
+		res, err := h.events(ctx, id, resp.Body, progress, listChanged)
+		if err == nil {
+			drain(resp.Body)
+		}
+		return res, err
 	}
 	return nil, fmt.Errorf("the server answered the call with content type %q", ct)
+}
+
+// drainWait is how long drain waits for the end of a call's event
+// stream after its answer.
+const drainWait = 100 * time.Millisecond
+
+// drain reads what is left of a call's event stream after its answer,
+// so that its connection goes back to the pool: a server ends the
+// stream after the answer (the spec says it should), and a body closed
+// before its end costs the next call a new connection. A stream still
+// open after drainWait, or past 64 KiB, is closed instead.
+func drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	t.Stop()
 }
 
 // post sends one JSON-RPC message on the session.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/auditq"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/search"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
@@ -167,16 +168,8 @@ type Engine struct {
 	session     string // this Engine's id in audit records
 	ws          string // the workspace: the project root, absolute
 
-	// auditOpenMu guards opening the log (openAudit) and the fields
-	// below it.
-	auditOpenMu  sync.Mutex
-	audit        atomic.Pointer[auditQueue]
-	auditMu      sync.RWMutex // held to send on the queue; Close takes it to end it
-	backlog      auditBacklog // lean calls' records waiting to be written
-	auditOK      auditHealth  // whether the log can be written (record.go)
-	auditOpenErr error        // why the log did not open last time
-	auditOpenAt  time.Time    // when it was last tried
-	auditClosed  bool         // Close has run: no log opens
+	audit   *auditq.Queue   // the audit log's queue (record.go)
+	backlog *auditq.Backlog // gateway calls' records waiting to be written
 
 	mu      sync.Mutex
 	closed  bool
@@ -216,8 +209,6 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e.backlog.log = e.log
-	e.backlog.sink = e.pushAll
 	if e.lookup == nil {
 		e.lookup = os.LookupEnv
 	}
@@ -249,6 +240,8 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		e.opts.AgentDir = filepath.Join(e.opts.Home, ".volt", "agent")
 	}
+	e.audit = e.newAuditQueue()
+	e.backlog = auditq.NewBacklog(e.audit.PushAll, &auditq.BacklogOptions{Logger: e.log})
 	e.cache = cacheStore{dir: filepath.Join(e.opts.AgentDir, "mcp", "cache")}
 	cfg, res, err := e.loadConfig(ctx)
 	if err != nil {
@@ -321,7 +314,7 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	// The calls' records that wait in the backlog are written first,
 	// before the servers take their time to stop.
-	e.backlog.close()
+	e.backlog.Close()
 	var wg sync.WaitGroup
 	for _, s := range sups {
 		wg.Add(1)

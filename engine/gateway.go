@@ -165,7 +165,7 @@ func (e *Engine) gwStatus(in GatewayInput) GatewayResult {
 		notes = append(notes, fmt.Sprintf("the config has %d error(s); servers with errors are disabled", n))
 	}
 	if !e.opts.DisableAudit {
-		e.openAudit() // a log that cannot open shows here
+		e.audit.Open() // a log that cannot open shows here
 	}
 	au := e.auditState()
 	data["audit"] = au

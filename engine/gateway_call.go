@@ -133,7 +133,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		if resultNote != "" {
 			out.Notes = append(out.Notes, resultNote)
 		}
-		if e.auditOK.failing.Load() {
+		if e.audit.Failing() {
 			out.Notes = append(out.Notes, auditFailingNote)
 		}
 		if out.Truncation == nil && res.StructuredContent != nil && !sh.changed {

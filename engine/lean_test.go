@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/auditq"
 )
 
 // wirePeer is an agent that speaks raw JSON-RPC lines to serveStdio, to
@@ -580,8 +581,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	// The backlog's timer takes the first call's record and waits for
 	// the lock.
 	call(3, "first")
-	for deadline := time.Now().Add(15 * time.Second); e.backlog.writing.TryLock(); time.Sleep(time.Millisecond) {
-		e.backlog.writing.Unlock()
+	for deadline := time.Now().Add(15 * time.Second); !e.backlog.Writing(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the backlog's timer did not start writing")
 		}
@@ -589,7 +589,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	// More calls than the backlog keeps: the call that finds it full
 	// writes it, waits for the timer's write, and must hand the server's
 	// reader over for the calls after it to be answered.
-	calls := auditBacklogCalls + 3
+	calls := auditq.BacklogCalls + 3
 	for i := 1; i < calls; i++ {
 		call(3+i, fmt.Sprint("call ", i))
 	}

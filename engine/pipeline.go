@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/auditq"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
@@ -19,7 +20,7 @@ import (
 // answer: the lean codec (leanServe, leanHTTP), which reads and writes
 // the wire itself, or the SDK's server (handleGateway). The job holds
 // the call's audit records until the answer is handed to the codec and
-// then adds them to the backlog (auditBacklog); it answers a panic, on
+// then adds them to the backlog ([auditq.Backlog]); it answers a panic, on
 // its own goroutine or on a connection's reader where a server's answer
 // is read, as an internal error whose text says nothing of the panic;
 // it answers once. The pin and policy checks are the gateway's own
@@ -45,7 +46,7 @@ type gatewayJob struct {
 // newGatewayJob makes a job whose context parent's end cancels.
 func (e *Engine) newGatewayJob(parent context.Context, deliver func(yield func(), r GatewayResult, fault bool), ended func()) *gatewayJob {
 	ctx, cancel := context.WithCancelCause(parent)
-	ctx, release := e.withHeldRecords(ctx)
+	ctx, release := auditq.WithHeld(ctx)
 	return &gatewayJob{e: e, ctx: ctx, cancel: cancel, release: release, deliver: deliver, ended: ended}
 }
 
@@ -87,7 +88,7 @@ func (j *gatewayJob) fault(any) {
 func (j *gatewayJob) end(yield func(), r GatewayResult, fault bool) {
 	defer func() {
 		j.cancel(nil)
-		j.e.backlog.add(j.release, yield)
+		j.e.backlog.Add(j.release, yield)
 		if j.ended != nil {
 			j.ended()
 		}

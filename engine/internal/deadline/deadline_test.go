@@ -1,4 +1,4 @@
-package engine
+package deadline
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// TestCallDeadlines checks the contexts of callDeadlines against what
+// TestCallDeadlines checks the contexts of a Timer against what
 // context.WithTimeout promises: each ends at its own deadline with
 // DeadlineExceeded (a sooner deadline after a later one too), on cancel
 // or with its parent with Canceled, and context.AfterFunc sees it end.
 func TestCallDeadlines(t *testing.T) {
-	var d callDeadlines
+	var d Timer
 	ended := func(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
@@ -21,10 +21,10 @@ func TestCallDeadlines(t *testing.T) {
 			return false
 		}
 	}
-	long, cancelLong := d.withTimeout(context.Background(), time.Hour)
+	long, cancelLong := d.WithTimeout(context.Background(), time.Hour)
 	defer cancelLong()
 	start := time.Now()
-	short, cancelShort := d.withTimeout(context.Background(), 50*time.Millisecond)
+	short, cancelShort := d.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancelShort()
 	if dl, ok := short.Deadline(); !ok || dl.Before(start.Add(50*time.Millisecond)) || dl.After(time.Now().Add(50*time.Millisecond)) {
 		t.Errorf("Deadline() = %v, %v; want 50ms from the call", dl, ok)
@@ -47,13 +47,13 @@ func TestCallDeadlines(t *testing.T) {
 	}
 
 	// Cancel, and the parent's end, are not deadlines.
-	c1, cancel1 := d.withTimeout(context.Background(), time.Hour)
+	c1, cancel1 := d.WithTimeout(context.Background(), time.Hour)
 	cancel1()
 	if !ended(c1) || !errors.Is(c1.Err(), context.Canceled) {
 		t.Errorf("after cancel: %v", c1.Err())
 	}
 	parent, cancelParent := context.WithCancel(context.Background())
-	c2, cancel2 := d.withTimeout(parent, time.Hour)
+	c2, cancel2 := d.WithTimeout(parent, time.Hour)
 	defer cancel2()
 	cancelParent()
 	if !ended(c2) || !errors.Is(c2.Err(), context.Canceled) {
@@ -62,7 +62,7 @@ func TestCallDeadlines(t *testing.T) {
 	// A parent's sooner deadline is the call's.
 	soon, cancelSoon := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelSoon()
-	c3, cancel3 := d.withTimeout(soon, time.Hour)
+	c3, cancel3 := d.WithTimeout(soon, time.Hour)
 	defer cancel3()
 	if want, _ := soon.Deadline(); func() bool { got, _ := c3.Deadline(); return !got.Equal(want) }() {
 		t.Error("the parent's sooner deadline is not the call's")

@@ -1,0 +1,245 @@
+package auditq
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/voltmcp/voltmcp/engine/audit"
+)
+
+// Bounds of a [Queue].
+const (
+	// queueLen is how many records may wait for the disk.
+	queueLen = 256
+	// queueBatch is the most records the writer appends with one write.
+	queueBatch = 64
+	// reopenEvery is how often a log that did not open is tried again,
+	// at most.
+	reopenEvery = time.Second
+)
+
+// Queue feeds one audit log from one goroutine, in the order the records
+// are made, off the path of the call they record: a call does not wait
+// for the disk, and a full queue (the disk fell behind) makes callers
+// wait rather than lose records. The log opens on first use. A failure
+// to write does not fail the call: the records are counted as lost, the
+// log's health says so ([Queue.Health]), and the first write that
+// succeeds again is led by an audit_gap record that names them. Make one
+// with [NewQueue]; [Queue.Close] writes what is queued.
+type Queue struct {
+	path string
+	opts QueueOptions
+	log  *slog.Logger
+
+	// openMu guards opening the log (Open) and the fields below it.
+	openMu  sync.Mutex
+	openErr error     // why the log did not open last time
+	openAt  time.Time // when it was last tried
+	closed  bool      // Close has run: no log opens
+
+	w  atomic.Pointer[writer]
+	mu sync.RWMutex // held to send to the writer; Close takes it to end it
+
+	health health
+}
+
+// QueueOptions configures a [Queue]. The zero value stamps no workspace,
+// session or surface on records, redacts nothing, logs nothing and
+// tells no one of failures.
+type QueueOptions struct {
+	// Workspace, Session and Surface are set on every record the queue
+	// writes, the audit_gap records too.
+	Workspace, Session, Surface string
+	// Redactor, when set, returns the redactor that applies to a string
+	// of a record at the time it is written, or nil for none. It is
+	// asked once per string, since the log may open before the redactor
+	// is known and a reload brings a new one; a [RedactMemo] in front of
+	// it spares the strings that repeat. It must be safe for concurrent
+	// use.
+	Redactor func() Redactor
+	// Logger hears of the problems the log found when it opened and of
+	// a record that cannot be encoded (a bug).
+	Logger *slog.Logger
+	// OnFailing, when set, is called once when the log starts failing:
+	// it did not open, or a write failed, after a healthy time. err is
+	// the first failure.
+	OnFailing func(err error)
+	// OnResumed, when set, is called once when the log is written again
+	// after failing, and an audit_gap record names the records lost.
+	OnResumed func()
+}
+
+// NewQueue returns a Queue for the audit log at path (see [audit.Open]),
+// which it opens on first use. A nil opts is the zero QueueOptions.
+func NewQueue(path string, opts *QueueOptions) *Queue {
+	q := &Queue{path: path}
+	if opts != nil {
+		q.opts = *opts
+	}
+	q.log = q.opts.Logger
+	if q.log == nil {
+		q.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return q
+}
+
+// writer is an open log and the goroutine that appends to it.
+type writer struct {
+	log  *audit.Log
+	ch   chan audit.Record
+	done chan struct{}
+}
+
+// Push hands r to the log's writer, with the queue's workspace, session
+// and surface, opening the log on first use.
+func (q *Queue) Push(r audit.Record) {
+	q.PushAll([]audit.Record{r}, nil)
+}
+
+// PushAll is [Queue.Push] for the records rs, in order. With a non-nil
+// wait, for a goroutine that may append itself, it appends them itself,
+// with one write, rather than waking the writer, which on a small
+// machine costs more than the append (docs/benchmarks.md), and calls
+// wait before it would wait for the log (audit.WithBeforeWait): the
+// [Backlog]'s records take this way. Records still queued may then be
+// written after rs; each record keeps the time it was made.
+func (q *Queue) PushAll(rs []audit.Record, wait func()) {
+	if wait != nil && q.w.Load() == nil {
+		wait() // opening the log takes its lock, which may be held
+	}
+	openErr := q.Open()
+	for i := range rs {
+		rs[i].Workspace, rs[i].Session, rs[i].Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
+	}
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	switch w := q.w.Load(); {
+	case w == nil:
+		if openErr != nil {
+			q.failed(int64(len(rs)), openErr, false)
+		}
+	case wait != nil:
+		q.append(audit.WithBeforeWait(context.Background(), wait), w, rs)
+	default:
+		for _, r := range rs {
+			w.ch <- r
+		}
+	}
+}
+
+// Open opens the log and starts its writer, unless it is open. When the
+// log does not open, the failure is the log's (see [Queue.Health]), and
+// a record made a second later tries again; the error is returned until
+// then. After Close it opens nothing and returns nil. An open log costs
+// one atomic load.
+func (q *Queue) Open() error {
+	if q.w.Load() != nil {
+		return nil
+	}
+	q.openMu.Lock()
+	defer q.openMu.Unlock()
+	if q.w.Load() != nil || q.closed {
+		return nil
+	}
+	if q.openErr != nil && time.Since(q.openAt) < reopenEvery {
+		return q.openErr
+	}
+	q.openAt = time.Now()
+	var redact func(string) string
+	if current := q.opts.Redactor; current != nil {
+		memo := &RedactMemo{}
+		redact = func(s string) string {
+			if red := current(); red != nil {
+				return memo.Redact(red, s)
+			}
+			return s
+		}
+	}
+	l, err := audit.Open(q.path, &audit.Options{Redact: redact})
+	if err != nil {
+		q.openErr = err
+		q.failed(0, err, false)
+		return err
+	}
+	q.openErr = nil
+	for _, p := range l.Problems() {
+		q.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
+	}
+	w := &writer{log: l, ch: make(chan audit.Record, queueLen), done: make(chan struct{})}
+	go q.run(w)
+	q.w.Store(w)
+	return nil
+}
+
+// Close writes what is queued and closes the log; none opens after it.
+// It may be called more than once.
+func (q *Queue) Close() {
+	q.openMu.Lock()
+	q.closed = true
+	q.openMu.Unlock()
+	q.mu.Lock()
+	w := q.w.Swap(nil)
+	q.mu.Unlock()
+	if w != nil {
+		close(w.ch)
+		<-w.done
+		_ = w.log.Close()
+	}
+}
+
+// run appends the records sent on w.ch, those that wait together, until
+// the channel closes.
+func (q *Queue) run(w *writer) {
+	defer close(w.done)
+	batch := make([]audit.Record, 0, queueBatch)
+	for r := range w.ch {
+		batch = append(batch[:0], r)
+	more:
+		for len(batch) < queueBatch {
+			select {
+			case r, ok := <-w.ch:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		q.append(context.Background(), w, batch)
+		clear(batch) // let go of the records' strings and details
+	}
+}
+
+// append writes records, reporting a failure. While the log is failing,
+// an audit_gap record naming the records lost so far goes first: when it
+// is written, the log is healthy again.
+func (q *Queue) append(ctx context.Context, w *writer, rs []audit.Record) {
+	gap, lost := q.gap()
+	if lost > 0 {
+		rs = append([]audit.Record{gap}, rs...)
+	}
+	err := w.log.AppendAll(ctx, rs)
+	var we *audit.WriteError
+	switch {
+	case errors.As(err, &we):
+		n := int64(we.Records)
+		if lost > 0 {
+			if we.Records == len(rs) {
+				n-- // the gap record itself: its count goes back
+				n += lost
+			}
+		}
+		q.failed(n, err, lost > 0)
+		return
+	case err != nil && !errors.Is(err, audit.ErrClosed):
+		// A record that cannot be encoded: a bug, not a failing log.
+		q.log.Error("audit append", "err", err)
+	}
+	q.written(lost)
+}

@@ -26,6 +26,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/voltmcp/voltmcp/engine/internal/oauth"
 )
 
 // oauthFixture is an OAuth authorization server and an MCP server that
@@ -455,7 +457,7 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 			update = &ev
 		}
 	}
-	if update == nil || update.AuthStatus != authRequired || !strings.Contains(update.Error, "authorization required") {
+	if update == nil || update.AuthStatus != oauth.Required || !strings.Contains(update.Error, "authorization required") {
 		t.Errorf("auth update %+v", update)
 	}
 	// Calls fail the same way, at once, and the server stays in needs_auth.

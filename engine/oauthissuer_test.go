@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/voltmcp/voltmcp/engine/internal/oauth"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 )
 
@@ -290,7 +291,7 @@ func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			file := tokenFile{Format: tokenFormat, Server: "o", URL: f.mcpURL, URLHash: urlHash(f.mcpURL), ClientID: "client-1",
+			file := oauth.File{Format: oauth.Format, Server: "o", URL: f.mcpURL, URLHash: oauth.URLHash(f.mcpURL), ClientID: "client-1",
 				Issuer: stored(evil.url), TokenURL: evil.url + "/token", AuthStyle: int(oauth2.AuthStyleInParams),
 				Token:   &oauth2.Token{AccessToken: "stale", RefreshToken: "rt-stale", Expiry: time.Now().Add(-time.Hour)},
 				SavedAt: time.Now().Add(-2 * time.Hour)}

@@ -18,6 +18,7 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
+	"github.com/voltmcp/voltmcp/engine/internal/oauth"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
@@ -76,8 +77,8 @@ type supervisor struct {
 	refreshAgain    bool // asked for while refreshing: refresh once more after
 	stderr          *transport.Ring
 	scrub           transport.Scrubber
-	oauth           oauthState // for auth type oauth (oauth.go)
-	pins            pinCache   // what is known of the server's pins (pins.go)
+	oauth           oauth.State // for auth type oauth (oauth.go)
+	pins            pinCache    // what is known of the server's pins (pins.go)
 
 	// discovery is the listing in flight, or nil: who needs the
 	// metadata while it runs waits for it (refresh).
@@ -229,7 +230,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 	sctx, cancelSession := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
-	cs, conn, kind, status, err := s.open(withConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
+	cs, conn, kind, status, err := s.open(oauth.WithConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))
 	expired := !timer.Stop()
 	stopWatch()
 	if err != nil {

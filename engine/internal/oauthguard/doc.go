@@ -32,9 +32,9 @@
 // scheme: the rules are about URLs a server tells us.
 //
 // The package checks; it does not authorize. The authorization flow (the
-// go-sdk's OAuth handler, the user's consent, the token store) is the
-// engine's, which builds a [Policy] from a server's config and gives it
-// to [New]. The package must not import the engine, cue, policies or
+// go-sdk's OAuth handler, the user's consent, the token store) is package
+// engine/internal/oauth's, which builds a [Policy] from a server's
+// resolved auth config and gives it to [New]. The package must not import the engine, cue, policies or
 // wasm, and no error it returns may quote what a server sent beyond an
 // origin and a valid OAuth error code.
 package oauthguard

@@ -1,0 +1,104 @@
+package oauth
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// ErrNeedsGrant is what a [TokenSource] answers once it cannot refresh:
+// invalid_grant, which the go-sdk's transport takes as "no token".
+var ErrNeedsGrant = &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "the token could not be refreshed"}
+
+// lockTimeout bounds the wait for another process's refresh.
+const lockTimeout = time.Minute
+
+// TokenSource hands out a server's token, refreshing it when it expires,
+// and stores every new one in its [Store]. After a failed refresh it
+// answers [ErrNeedsGrant]: the request goes without a token, and the
+// server's 401 starts a new authorization rather than every request
+// failing.
+//
+// A refresh is serialized with every other process that shares the
+// token file: it holds the file's lock ([Store.Lock]), reads the file
+// again inside it, and when another gateway has already refreshed (the
+// file holds a token other than the one this source has), takes that
+// token rather than presenting a refresh token that was already used,
+// which an authorization server that rotates refresh tokens answers by
+// revoking the whole grant.
+//
+// Make one with [Store.Load] or [Store.NewTokenSource]; it is safe for
+// concurrent use.
+type TokenSource struct {
+	store *Store
+	cfg   *oauth2.Config
+	ctx   context.Context // carries the HTTP client of refreshes
+	file  File            // what is stored beside the token
+
+	mu   sync.Mutex
+	tok  *oauth2.Token // the token in use
+	at   time.Time     // when tok was obtained or stored
+	last string        // the access token last stored
+	dead bool
+}
+
+// Dead reports whether a refresh failed: the source answers only
+// [ErrNeedsGrant] since, and a new authorization must replace it.
+func (t *TokenSource) Dead() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dead
+}
+
+// Token returns a valid token: the one in use, the one another process
+// stored after refreshing it, or a fresh one from a refresh, and stores
+// it when it has not been stored yet. A failure to store is logged, not
+// returned.
+func (t *TokenSource) Token() (*oauth2.Token, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dead {
+		return nil, ErrNeedsGrant
+	}
+	if t.tok.Valid() && t.tok.AccessToken == t.last {
+		return t.tok, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	s := t.store
+	unlock, err := s.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if !t.tok.Valid() {
+		// Another gateway may have refreshed while this one waited: its
+		// token, newer and for the same URL and client, replaces this one.
+		if tf := s.Read(); tf != nil && tf.SavedAt.After(t.at) && tf.URLHash == t.file.URLHash &&
+			tf.ClientID == t.file.ClientID && tf.TokenURL == t.file.TokenURL && tf.Token.AccessToken != t.tok.AccessToken {
+			s.scrub.Add(tf.Token.AccessToken, tf.Token.RefreshToken)
+			t.tok, t.last, t.at = tf.Token, tf.Token.AccessToken, tf.SavedAt
+		}
+	}
+	if t.tok.Valid() && t.tok.AccessToken == t.last {
+		return t.tok, nil
+	}
+	tok := t.tok
+	if !tok.Valid() {
+		if tok, err = t.cfg.TokenSource(t.ctx, tok).Token(); err != nil {
+			t.dead = true
+			s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", s.scrub.Err(err))
+			return nil, ErrNeedsGrant
+		}
+		s.scrub.Add(tok.AccessToken, tok.RefreshToken)
+	}
+	f := t.file
+	f.Token, f.SavedAt = tok, time.Now().UTC()
+	t.tok, t.last, t.at = tok, tok.AccessToken, f.SavedAt
+	if err := s.Save(&f); err != nil {
+		s.log.Warn("oauth token store", "err", s.scrub.Err(err))
+	}
+	return tok, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
-	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/redact"
@@ -390,21 +388,10 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 // withStderr adds the last line the server wrote to stderr to an error,
 // which is usually the reason it failed.
 func (s *supervisor) withStderr(err error) error {
-	if line := lastLine(s.stderr.Bytes()); line != "" {
+	if line := s.stderr.LastLine(); line != "" {
 		return fmt.Errorf("%w (stderr: %s)", err, line)
 	}
 	return err
-}
-
-func lastLine(b []byte) string {
-	text := strings.TrimRight(string(b), "\r\n\t ")
-	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-		text = text[i+1:]
-	}
-	if len(text) > 300 {
-		text = text[len(text)-300:]
-	}
-	return output.CleanText(text, 0)
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -8,7 +8,7 @@
 // and, on Linux, the reaper that kills what a server started even after
 // the gateway died: [Runs]), [ResolveCommand], and [ChildEnv], the
 // restricted environment a server gets. A [Ring] keeps the last bytes of
-// a server's stderr.
+// a server's stderr, and gives its tail or last line for an error.
 //
 // For HTTP servers it holds [HeaderTransport], which adds the configured
 // headers and refuses every request to another [Origin] than the
@@ -18,7 +18,9 @@
 // HTTP to SSE fallback.
 //
 // A [Scrubber] removes resolved secret values from the text an engine
-// shows.
+// shows. [Explain] words an error that ended a connection so that it
+// names the server, the operation and the cause: an exit status and
+// stderr tail, a reset, the last HTTP status, a message nested too deep.
 //
 // The package must not know the config, the Engine or MCP beyond the
 // go-sdk's transports: what a server's config says (its env entries, its

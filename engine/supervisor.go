@@ -311,11 +311,11 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 			return nil, nil, "", 0, err
 		}
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
-		proc := t.process()
+		proc := t.Process()
 		s.mu.Lock()
 		s.proc = proc
 		s.mu.Unlock()
-		return cs, t.lineConn(), cue.TransportStdio, 0, err
+		return cs, t.Conn(), cue.TransportStdio, 0, err
 	}
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
 	if err != nil {
@@ -350,7 +350,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 }
 
 // stdioTransport prepares the child process of a stdio server.
-func (s *supervisor) stdioTransport() (*stdioTransport, error) {
+func (s *supervisor) stdioTransport() (*transport.Stdio, error) {
 	env, secrets, err := childEnv(s.cfg, s.e.lookup)
 	if err != nil {
 		return nil, err
@@ -381,8 +381,8 @@ func (s *supervisor) stdioTransport() (*stdioTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stdioTransport{cmd: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: s.stderr,
-		Grace: s.e.grace, Mark: s.e.runs.Mark()}, maxLine: messageCap(s.lim), check: s.e.readerCheck.Load()}, nil
+	return &transport.Stdio{Command: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: s.stderr,
+		Grace: s.e.grace, Mark: s.e.runs.Mark()}, MaxLine: messageCap(s.lim), Check: s.e.readerCheck.Load()}, nil
 }
 
 // withStderr adds the last line the server wrote to stderr to an error,

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -21,27 +20,6 @@ type DroppedItem struct {
 	// Reason says why it was dropped, or what was cleaned.
 	Reason string `json:"reason"`
 }
-
-// Bounds on what discovery records of the items it bounds.
-const (
-	// maxListedItems bounds Metadata.Dropped and Metadata.Cleaned; the
-	// rest are counted in a note.
-	maxListedItems = 100
-	// maxURIBytes bounds a resource URI or URI template; a longer one
-	// drops its resource.
-	maxURIBytes = 4096
-	// maxPromptName bounds a prompt's name, in bytes.
-	maxPromptName = 256
-	// maxPromptArgs bounds a prompt's arguments; a prompt with more is
-	// dropped.
-	maxPromptArgs = 64
-	// maxMIMEChars bounds a MIME type, in characters.
-	maxMIMEChars = 128
-	// pageCapFactor: while listing, the tools kept so far are trimmed to
-	// MaxTools once they reach this many times MaxTools, so that a server
-	// paging forever costs bounded memory.
-	pageCapFactor = 2
-)
 
 // modelText returns a description from server ready to reach a model: the
 // provenance prefix of [bound.Provenance] saying it is third-party text,
@@ -98,242 +76,38 @@ func messageCap(l bound.Limits) int {
 	return int(l.MaxMessageBytes)
 }
 
-// bounder applies a server's limits to what discovery lists, page by
-// page, and records what it dropped or cleaned. The zero bounder is not
-// usable; make one with newBounder.
-type bounder struct {
-	server string
-	l      bound.Limits
-
-	tools     []Tool
-	toolNames map[string]struct{}
-
-	dropped, cleaned []DroppedItem
-	droppedN         int // every dropped item, listed or not
-	cleanedN         int
-}
+// bounder applies a server's limits to what discovery lists (see
+// [bound.Listing]), converting the engine's metadata types to and from
+// the package's. The zero bounder is not usable; make one with
+// newBounder.
+type bounder struct{ l *bound.Listing }
 
 func newBounder(server string, l bound.Limits) *bounder {
-	return &bounder{server: server, l: l, toolNames: map[string]struct{}{}}
+	return &bounder{l: bound.NewListing(server, l)}
 }
 
-// drop records a dropped item.
-func (b *bounder) drop(kind, name, reason string) {
-	b.droppedN++
-	if len(b.dropped) < maxListedItems {
-		display, _ := bound.SanitizeText(name, 64)
-		b.dropped = append(b.dropped, DroppedItem{Kind: kind, Name: display, Reason: reason})
-	}
-}
-
-// clean records an item kept after cleaning; r says what was changed.
-func (b *bounder) clean(kind, name string, r bound.Report) {
-	if !r.Changed() {
-		return
-	}
-	b.cleanedN++
-	if len(b.cleaned) < maxListedItems {
-		display, _ := bound.SanitizeText(name, 64)
-		b.cleaned = append(b.cleaned, DroppedItem{Kind: kind, Name: display, Reason: r.String()})
-	}
-}
-
-// addTools bounds one page of tools: names checked, text cleaned and
-// clipped, schemas bounded (see [bound.Tools]), duplicates across pages
-// dropped. The MaxTools cut is made by finish, over every page, so that
-// the subset kept does not depend on paging; meanwhile the tools kept are
-// trimmed whenever they reach pageCapFactor times MaxTools.
+// addTools bounds one page of tools (see [bound.Listing.AddTools]).
 func (b *bounder) addTools(page []Tool) {
 	in := make([]bound.Tool, 0, len(page))
 	for _, t := range page {
 		in = append(in, bound.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 	}
-	l := b.l
-	l.MaxTools = math.MaxInt32 / 4 // counted over every page, in trimTools
-	kept, dropped := bound.Tools(b.server, in, l)
-	for _, d := range dropped {
-		b.droppedN++
-		if len(b.dropped) < maxListedItems {
-			b.dropped = append(b.dropped, DroppedItem{Kind: "tool", Name: d.Name, Reason: d.Reason})
-		}
+	b.l.AddTools(in)
+}
+
+// tools applies the MaxTools cut and returns the tools kept, each with
+// its hash; nil when none is.
+func (b *bounder) tools() []Tool {
+	kept := b.l.Tools()
+	if kept == nil {
+		return nil
 	}
-	for _, k := range kept {
-		if _, dup := b.toolNames[k.Name]; dup {
-			b.drop("tool", k.Name, "duplicate name: the first tool of that name is kept")
-			continue
-		}
-		b.toolNames[k.Name] = struct{}{}
-		t := Tool{Name: k.Name, Title: k.Title, Description: k.Description, InputSchema: k.InputSchema,
+	out := make([]Tool, len(kept))
+	for i, k := range kept {
+		out[i] = Tool{Name: k.Name, Title: k.Title, Description: k.Description, InputSchema: k.InputSchema,
 			OutputSchema: k.OutputSchema, Annotations: k.Annotations}
-		t.Hash = toolHash(t)
-		b.tools = append(b.tools, t)
-		b.clean("tool", k.Name, k.Report)
-	}
-	if len(b.tools) >= pageCapFactor*b.l.MaxTools {
-		b.trimTools()
-	}
-}
-
-// trimTools keeps the first MaxTools tools by name, in listed order, and
-// drops the rest, as [bound.Tools] does within one list.
-func (b *bounder) trimTools() {
-	n := b.l.MaxTools
-	if len(b.tools) <= n {
-		return
-	}
-	names := make([]string, len(b.tools))
-	for i, t := range b.tools {
-		names[i] = t.Name
-	}
-	slices.Sort(names)
-	cutoff := names[n-1]
-	kept := b.tools[:0]
-	for _, t := range b.tools {
-		if t.Name <= cutoff {
-			kept = append(kept, t)
-			continue
-		}
-		b.drop("tool", t.Name, fmt.Sprintf("over the limit of %d tools; the first %d by name are kept", n, n))
-	}
-	clear(b.tools[len(kept):])
-	b.tools = kept
-}
-
-// text cleans and clips one text field of a resource or prompt.
-func (b *bounder) text(s string, maxChars int, r *bound.Report) string {
-	out, rr := bound.SanitizeText(s, maxChars)
-	r.Add(rr)
-	return out
-}
-
-// exact reports whether s is usable as an identifier a model must send
-// back as is (a URI, a prompt or argument name): not empty, at most max
-// bytes, without tabs or line breaks, and unchanged by cleaning.
-func exact(s string, maxBytes int) bool {
-	if s == "" || len(s) > maxBytes || strings.ContainsAny(s, "\t\n\r") {
-		return false
-	}
-	out, r := bound.SanitizeText(s, 0)
-	return out == s && !r.Changed()
-}
-
-// resources bounds a server's resources: a URI that is empty, over 4 KiB
-// or holds control, invisible or excess white-space characters drops its
-// resource; names, titles and descriptions are cleaned and clipped; at
-// most MaxTools are kept, the first by URI.
-func (b *bounder) resources(in []Resource) []Resource {
-	var out []Resource
-	for _, x := range in {
-		if b.uriEntry("resource", "URI", x.URI, &x.Name, &x.Title, &x.Description, &x.MIMEType) {
-			out = append(out, x)
-		}
-	}
-	return capBy(out, b.l.MaxTools, func(x Resource) string { return x.URI }, func(x Resource) {
-		b.drop("resource", x.URI, fmt.Sprintf("over the limit of %d resources; the first %d by URI are kept", b.l.MaxTools, b.l.MaxTools))
-	})
-}
-
-// uriEntry checks the URI of a resource or template (what names it, so
-// it is dropped, never rewritten, when unclean) and cleans and clips its
-// texts in place. It reports whether the entry stays.
-func (b *bounder) uriEntry(kind, what, uri string, name, title, desc, mime *string) bool {
-	if !exact(uri, maxURIBytes) {
-		b.drop(kind, uri, "invalid "+what+": empty, over 4096 bytes, or with control or invisible characters")
-		return false
-	}
-	var r bound.Report
-	*name = b.text(*name, b.l.MaxTitleChars, &r)
-	*title = b.text(*title, b.l.MaxTitleChars, &r)
-	*desc = b.text(*desc, b.l.MaxDescriptionChars, &r)
-	*mime = b.text(*mime, maxMIMEChars, &r)
-	b.clean(kind, uri, r)
-	return true
-}
-
-// templates bounds a server's resource templates like resources.
-func (b *bounder) templates(in []ResourceTemplate) []ResourceTemplate {
-	var out []ResourceTemplate
-	for _, x := range in {
-		if b.uriEntry("resource template", "URI template", x.URITemplate, &x.Name, &x.Title, &x.Description, &x.MIMEType) {
-			out = append(out, x)
-		}
-	}
-	return capBy(out, b.l.MaxTools, func(x ResourceTemplate) string { return x.URITemplate }, func(x ResourceTemplate) {
-		b.drop("resource template", x.URITemplate, fmt.Sprintf("over the limit of %d resource templates; the first %d by URI template are kept", b.l.MaxTools, b.l.MaxTools))
-	})
-}
-
-// prompts bounds a server's prompts: a name or argument name that is
-// empty, over 256 bytes or not clean drops its prompt, as do more than 64
-// arguments or an argument named twice; titles and descriptions are
-// cleaned and clipped; at most MaxTools are kept, the first by name.
-func (b *bounder) prompts(in []Prompt) []Prompt {
-	var out []Prompt
-	seen := map[string]bool{}
-next:
-	for _, p := range in {
-		switch {
-		case !exact(p.Name, maxPromptName):
-			b.drop("prompt", p.Name, "invalid name: empty, over 256 bytes, or with control or invisible characters")
-			continue
-		case seen[p.Name]:
-			b.drop("prompt", p.Name, "duplicate name: the first prompt of that name is kept")
-			continue
-		case len(p.Arguments) > maxPromptArgs:
-			b.drop("prompt", p.Name, fmt.Sprintf("%d arguments, over the limit of %d", len(p.Arguments), maxPromptArgs))
-			continue
-		}
-		var r bound.Report
-		args := make([]PromptArgument, 0, len(p.Arguments))
-		argSeen := map[string]bool{}
-		for _, a := range p.Arguments {
-			if !exact(a.Name, maxPromptName) || argSeen[a.Name] {
-				b.drop("prompt", p.Name, "an argument name is empty, repeated, over 256 bytes, or has control or invisible characters")
-				continue next
-			}
-			argSeen[a.Name] = true
-			a.Description = b.text(a.Description, b.l.MaxDescriptionChars, &r)
-			args = append(args, a)
-		}
-		seen[p.Name] = true
-		if len(args) == 0 {
-			args = nil
-		}
-		p.Arguments = args
-		p.Title = b.text(p.Title, b.l.MaxTitleChars, &r)
-		p.Description = b.text(p.Description, b.l.MaxDescriptionChars, &r)
-		b.clean("prompt", p.Name, r)
-		out = append(out, p)
-	}
-	return capBy(out, b.l.MaxTools, func(p Prompt) string { return p.Name }, func(p Prompt) {
-		b.drop("prompt", p.Name, fmt.Sprintf("over the limit of %d prompts; the first %d by name are kept", b.l.MaxTools, b.l.MaxTools))
-	})
-}
-
-// capBy keeps the first n items by key (keys being unique enough: ties at
-// the cut are all kept up to n), in their order, calling dropped for the
-// rest.
-func capBy[T any](items []T, n int, key func(T) string, dropped func(T)) []T {
-	if len(items) <= n {
-		return items
-	}
-	idx := make([]int, len(items))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(key(items[a]), key(items[b])) })
-	keep := make([]bool, len(items))
-	for _, i := range idx[:n] {
-		keep[i] = true
-	}
-	out := make([]T, 0, n)
-	for i, x := range items {
-		if keep[i] {
-			out = append(out, x)
-		} else {
-			dropped(x)
-		}
+		out[i].Hash = toolHash(out[i])
 	}
 	return out
 }
@@ -342,22 +116,43 @@ func capBy[T any](items []T, n int, key func(T) string, dropped func(T)) []T {
 // templates and prompts of m, and records in m what was dropped or
 // cleaned, with a note for items past the listed ones.
 func (b *bounder) finish(m *Metadata) {
-	b.trimTools()
-	m.Tools = b.tools
+	m.Tools = b.tools()
 	if m.Tools == nil {
 		m.Tools = []Tool{}
 	}
-	m.Resources = b.resources(m.Resources)
-	m.ResourceTemplates = b.templates(m.ResourceTemplates)
-	m.Prompts = b.prompts(m.Prompts)
-	m.Dropped, m.Cleaned = b.dropped, b.cleaned
-	if n := b.droppedN - len(b.dropped); n > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("dropped %d more items than listed", n))
-	}
-	if n := b.cleanedN - len(b.cleaned); n > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("cleaned %d more items than listed", n))
-	}
+	rs := b.l.Resources(convertEach(m.Resources, func(r Resource) bound.Resource { return bound.Resource(r) }))
+	m.Resources = convertEach(rs, func(r bound.Resource) Resource { return Resource(r) })
+	ts := b.l.Templates(convertEach(m.ResourceTemplates, func(t ResourceTemplate) bound.ResourceTemplate { return bound.ResourceTemplate(t) }))
+	m.ResourceTemplates = convertEach(ts, func(t bound.ResourceTemplate) ResourceTemplate { return ResourceTemplate(t) })
+	m.Prompts = convertEach(b.l.Prompts(convertEach(m.Prompts, boundPrompt)), promptOf)
+	m.Dropped = convertEach(b.l.Dropped(), func(it bound.Item) DroppedItem { return DroppedItem(it) })
+	m.Cleaned = convertEach(b.l.Cleaned(), func(it bound.Item) DroppedItem { return DroppedItem(it) })
+	m.Notes = append(m.Notes, b.l.Notes()...)
 	m.Hash = metadataHash(m.Tools)
+}
+
+// boundPrompt is p as [bound.Listing.Prompts] takes it.
+func boundPrompt(p Prompt) bound.Prompt {
+	return bound.Prompt{Name: p.Name, Title: p.Title, Description: p.Description,
+		Arguments: convertEach(p.Arguments, func(a PromptArgument) bound.PromptArgument { return bound.PromptArgument(a) })}
+}
+
+// promptOf is the engine's prompt of p.
+func promptOf(p bound.Prompt) Prompt {
+	return Prompt{Name: p.Name, Title: p.Title, Description: p.Description,
+		Arguments: convertEach(p.Arguments, func(a bound.PromptArgument) PromptArgument { return PromptArgument(a) })}
+}
+
+// convertEach converts each item of in; nil stays nil.
+func convertEach[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, x := range in {
+		out[i] = f(x)
+	}
+	return out
 }
 
 // boundsSummary says in one line what discovery dropped and cleaned, for
@@ -416,13 +211,12 @@ func reboundCached(m *Metadata, server string, l bound.Limits) {
 	b.addTools(m.Tools)
 	held := m.Held
 	b.finish(m)
-	m.Dropped = append(dropped, m.Dropped...)[:min(len(dropped)+len(m.Dropped), maxListedItems)]
-	m.Cleaned = append(cleaned, m.Cleaned...)[:min(len(cleaned)+len(m.Cleaned), maxListedItems)]
+	m.Dropped = append(dropped, m.Dropped...)[:min(len(dropped)+len(m.Dropped), bound.MaxListedItems)]
+	m.Cleaned = append(cleaned, m.Cleaned...)[:min(len(cleaned)+len(m.Cleaned), bound.MaxListedItems)]
 	if len(held) > 0 {
 		hb := newBounder(server, l)
 		hb.addTools(held)
-		hb.trimTools()
-		m.Held = hb.tools
+		m.Held = hb.tools()
 	}
 	m.Limits = key
 }

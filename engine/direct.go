@@ -3,14 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"sort"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// directNameRE is what a tool name must look like to be exposed directly.
-var directNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	"github.com/voltmcp/voltmcp/engine/internal/bound"
+)
 
 // directTool is an upstream tool exposed as a tool of `voltmcp serve`,
 // pinned to the metadata hash it had when exposed.
@@ -46,7 +44,7 @@ func (e *Engine) directTools() []directTool {
 			continue
 		}
 		for _, t := range m.Tools {
-			if !directNameRE.MatchString(t.Name) || (!dt.All && !matchesAny(dt.Tools, t.Name)) {
+			if !bound.ValidName(t.Name) || (!dt.All && !matchesAny(dt.Tools, t.Name)) {
 				continue
 			}
 			if !e.decide(e.exposureInput(s.ctx, s, t)).Exposed {

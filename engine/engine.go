@@ -377,8 +377,7 @@ func (e *Engine) Diagnostics() cue.Diagnostics {
 // subscriber that falls behind loses events rather than stalling the
 // engine. The channel closes when the subscription or the Engine ends.
 func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) {
-	s, cancel := e.bus.subscribe(buffer)
-	return s.ch, cancel
+	return e.bus.subscribe(buffer)
 }
 
 // ErrUnknownServer is returned for a server id that is not configured.

@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/voltmcp/voltmcp/engine/internal/fanout"
 )
 
 // EventType names an engine event. The names are part of the wire
@@ -61,78 +61,28 @@ type Event struct {
 	AuthStatus string `json:"authStatus,omitempty"`
 }
 
-// bus fans events out to subscribers. A subscriber that does not keep up
-// loses events rather than slowing the engine; Dropped counts them.
-type bus struct {
-	mu   sync.Mutex
-	subs map[*subscription]struct{}
-	// n is len(subs), read without mu: publishing to no one (serve's
-	// calls, mostly) takes no lock and reads no clock.
-	n atomic.Int32
-}
+// bus fans events out to subscribers (see [fanout.Bus]). A subscriber
+// that does not keep up loses events rather than slowing the engine.
+type bus struct{ b fanout.Bus[Event] }
 
-type subscription struct {
-	ch      chan Event
-	dropped int
-}
-
+// publish stamps ev with the time, unless it has one, and hands it to
+// the subscribers. Publishing to no one (serve's calls, mostly) reads
+// no clock.
 func (b *bus) publish(ev Event) {
-	if b.n.Load() == 0 {
-		return // an event published as the first subscriber comes may miss it, as one just before would
+	if !b.b.Listening() {
+		return
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s := range b.subs {
-		select {
-		case s.ch <- ev:
-		default:
-			s.dropped++
-		}
-	}
+	b.b.Publish(ev)
 }
 
 // listening reports whether anyone subscribes.
-func (b *bus) listening() bool {
-	return b.n.Load() > 0
-}
+func (b *bus) listening() bool { return b.b.Listening() }
 
-func (b *bus) subscribe(buffer int) (*subscription, func()) {
-	if buffer <= 0 {
-		buffer = 64
-	}
-	s := &subscription{ch: make(chan Event, buffer)}
-	b.mu.Lock()
-	if b.subs == nil {
-		b.subs = map[*subscription]struct{}{}
-	}
-	b.subs[s] = struct{}{}
-	b.n.Store(int32(len(b.subs)))
-	b.mu.Unlock()
-	var once sync.Once
-	return s, func() {
-		once.Do(func() {
-			b.mu.Lock()
-			_, live := b.subs[s]
-			delete(b.subs, s)
-			b.n.Store(int32(len(b.subs)))
-			b.mu.Unlock()
-			if live { // closeAll closed it already when the engine closed
-				close(s.ch)
-			}
-		})
-	}
-}
+// subscribe subscribes (see [fanout.Bus.Subscribe]).
+func (b *bus) subscribe(buffer int) (<-chan Event, func()) { return b.b.Subscribe(buffer) }
 
 // closeAll ends every subscription, when the engine closes.
-func (b *bus) closeAll() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s := range b.subs {
-		delete(b.subs, s)
-		close(s.ch)
-	}
-	b.n.Store(0)
-}
+func (b *bus) closeAll() { b.b.CloseAll() }

@@ -115,7 +115,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		if res.IsError {
 			out.Status = "failed"
 		}
-		text := renderContent(res.Content)
+		text := output.Render(res.Content)
 		if text == "" && res.StructuredContent != nil {
 			b, _ := json.Marshal(res.StructuredContent)
 			text = string(b)
@@ -283,36 +283,6 @@ func callText(r CallResult) string {
 	return b.String()
 }
 
-// renderContent turns content items into text. Text is kept; images,
-// audio and blobs are described by type and size, never inlined.
-func renderContent(items []mcp.Content) string {
-	var parts []string
-	for _, c := range items {
-		switch v := c.(type) {
-		case *mcp.TextContent:
-			parts = append(parts, v.Text)
-		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
-		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
-		case *mcp.ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource link %s]", v.URI))
-		case *mcp.EmbeddedResource:
-			if v.Resource == nil {
-				continue
-			}
-			if v.Resource.Text != "" {
-				parts = append(parts, v.Resource.Text)
-			} else {
-				parts = append(parts, fmt.Sprintf("[resource %s, %s, %d bytes]", v.Resource.URI, v.Resource.MIMEType, len(v.Resource.Blob)))
-			}
-		default:
-			parts = append(parts, "[content of an unknown type]")
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 func (e *Engine) gwConnect(ctx context.Context, in GatewayInput, connect bool) GatewayResult {
 	s, bad := e.needServer(in)
 	if bad != nil {
@@ -398,18 +368,7 @@ func (e *Engine) gwReadResource(ctx context.Context, in GatewayInput) GatewayRes
 		e.record(ctx, rec)
 		return gwError("read %s: %v", in.ResourceURI, s.scrub.Err(s.explain("resources/read", err)))
 	}
-	var parts []string
-	for _, c := range res.Contents {
-		if c == nil {
-			continue
-		}
-		if c.Text != "" || len(c.Blob) == 0 {
-			parts = append(parts, c.Text)
-		} else {
-			parts = append(parts, fmt.Sprintf("[%s: %s, %d bytes of binary data]", c.URI, c.MIMEType, len(c.Blob)))
-		}
-	}
-	full := strings.Join(parts, "\n")
+	full := output.RenderResource(res.Contents)
 	text, tr, ref, _ := e.shape(ctx, s, "resource:"+in.ResourceURI, "", full)
 	finishRecord(&rec, "completed", start, full, refID(ref), tr != nil)
 	e.record(ctx, rec)
@@ -482,7 +441,7 @@ func (e *Engine) gwGetPrompt(ctx context.Context, in GatewayInput) GatewayResult
 	var parts []string
 	for _, m := range res.Messages {
 		if m != nil {
-			parts = append(parts, string(m.Role)+": "+renderContent([]mcp.Content{m.Content}))
+			parts = append(parts, string(m.Role)+": "+output.Render([]mcp.Content{m.Content}))
 		}
 	}
 	full := strings.Join(parts, "\n")

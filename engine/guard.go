@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -203,10 +202,10 @@ func (g *guard) redactor() *policies.Redactor {
 		}
 		names = append(names, s.EnvAllowlist...)
 		for _, v := range s.Env {
-			names = append(names, envRefs(v)...)
+			names = append(names, cue.EnvRefs(v)...)
 		}
 		for _, v := range s.Headers {
-			names = append(names, envRefs(v)...)
+			names = append(names, cue.EnvRefs(v)...)
 		}
 	}
 	slices.Sort(names)
@@ -253,24 +252,6 @@ func literalSecrets(servers []cue.Server) []string {
 // redactRetry is how long a redact decision that failed is stood in for
 // by the built-in patterns before the policies are asked again.
 const redactRetry = time.Second
-
-// envRefs returns the NAMEs of the ${env:NAME} references in s.
-func envRefs(s string) []string {
-	var out []string
-	for {
-		i := strings.Index(s, "${env:")
-		if i < 0 {
-			return out
-		}
-		s = s[i+len("${env:"):]
-		j := strings.IndexByte(s, '}')
-		if j < 0 {
-			return out
-		}
-		out = append(out, s[:j])
-		s = s[j+1:]
-	}
-}
 
 // plugins returns the chain of configured modules once the guard's
 // preparation has set it up. Until then it lets ctx's connection reader

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
@@ -247,7 +248,7 @@ func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return res.IsError, renderContent(res.Content)
+				return res.IsError, output.Render(res.Content)
 			}
 
 			e := start(t, opts)

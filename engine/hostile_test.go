@@ -408,10 +408,10 @@ func TestHostileManyTools(t *testing.T) {
 		t.Errorf("kept %d tools, first %s", len(m.Tools), m.Tools[0].Name)
 	}
 	sum, _ := e.Server("bad")
-	if len(sum.Dropped) != maxListedItems || !strings.Contains(sum.Dropped[0].Reason, "over the limit of 64 tools") {
+	if len(sum.Dropped) != bound.MaxListedItems || !strings.Contains(sum.Dropped[0].Reason, "over the limit of 64 tools") {
 		t.Errorf("dropped %d: %+v", len(sum.Dropped), sum.Dropped[:1])
 	}
-	if !strings.Contains(strings.Join(sum.MetadataNotes, "\n"), fmt.Sprintf("dropped %d more items", mcptest.ManyTools-64-maxListedItems)) {
+	if !strings.Contains(strings.Join(sum.MetadataNotes, "\n"), fmt.Sprintf("dropped %d more items", mcptest.ManyTools-64-bound.MaxListedItems)) {
 		t.Errorf("notes %q", sum.MetadataNotes)
 	}
 	goodStillServes(t, e)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -63,7 +61,7 @@ func (e *Engine) pinDir() string { return filepath.Join(e.opts.AgentDir, "mcp", 
 type pinCache struct {
 	// pins is the content of the pin file as of stamp, or err.
 	valid bool
-	stamp pinStamp
+	stamp pin.Stamp
 	pins  pin.Pins
 	err   error
 	// failure is why the last Observe failed; while it is set, every
@@ -83,26 +81,6 @@ type pinCache struct {
 // A stat on every call costs tens of microseconds on a small VM.
 const pinRecheck = time.Second
 
-// pinStamp identifies a version of a pin file.
-type pinStamp struct {
-	exists bool
-	mod    time.Time
-	size   int64
-}
-
-// stampOf stamps the pin file of server; a missing file has the zero
-// stamp, and any other failure to stat it is an error.
-func (e *Engine) stampOf(server string) (pinStamp, error) {
-	info, err := os.Stat(filepath.Join(e.pinDir(), server+".json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return pinStamp{}, nil
-	}
-	if err != nil {
-		return pinStamp{}, fmt.Errorf("pin store: %w", err)
-	}
-	return pinStamp{exists: true, mod: info.ModTime(), size: info.Size()}, nil
-}
-
 // currentPins returns the server's pins, read again when the file changed
 // (another process may approve), and the failure of the last Observe.
 func (s *supervisor) currentPins() (pin.Pins, string, error) {
@@ -114,7 +92,7 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 		return p, failure, err
 	}
 	s.mu.Unlock()
-	stamp, err := s.e.stampOf(s.cfg.ID)
+	stamp, err := pin.StampOf(s.e.pinDir(), s.cfg.ID)
 	if err != nil {
 		return pin.Pins{}, "", errors.New(s.scrub.Text(err.Error()))
 	}
@@ -127,7 +105,7 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 	}
 	s.mu.Unlock()
 	var p pin.Pins
-	if !stamp.exists {
+	if !stamp.Exists {
 		// Nothing pinned yet; the store is opened (and its directory
 		// made) only when something is written.
 		p = pin.Pins{Server: s.cfg.ID, Tools: map[string]pin.Pin{}, Pending: map[string]pin.Pending{},
@@ -270,9 +248,9 @@ func (s *supervisor) observePins(ctx context.Context, m *Metadata) ([]Event, err
 	// On the server's first sight, the tools policy says whether it is
 	// held until someone approves it (quarantine_new_servers).
 	quarantined := false
-	if stamp, err := s.e.stampOf(id); err != nil {
+	if stamp, err := pin.StampOf(s.e.pinDir(), id); err != nil {
 		return fail(err)
-	} else if !stamp.exists {
+	} else if !stamp.Exists {
 		quarantined = s.quarantinedOnFirstSight(ctx, m.Tools)
 	}
 	if err := ctx.Err(); err != nil {

@@ -3,14 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +15,7 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
+	"github.com/voltmcp/voltmcp/engine/internal/owner"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
@@ -236,70 +234,5 @@ func (e *Engine) httpHandler(token string, lean *leanServe) http.Handler {
 	if lean != nil {
 		h = &leanHTTP{l: lean, srv: srv, next: h}
 	}
-	return &ownerOnly{token: []byte(token), next: http.NewCrossOriginProtection().Handler(h)}
-}
-
-// ownerOnly lets through the requests from a loopback origin that carry
-// the bearer token (HTTPHandler).
-type ownerOnly struct {
-	token []byte
-	next  http.Handler
-}
-
-func (o *ownerOnly) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !loopbackHost(r.Host) {
-		http.Error(w, "forbidden: the Host header must name a loopback address", http.StatusForbidden)
-		return
-	}
-	if origins := r.Header.Values("Origin"); len(origins) > 0 && (len(origins) > 1 || !loopbackOrigin(origins[0])) {
-		http.Error(w, "forbidden: requests from a non-loopback origin are refused", http.StatusForbidden)
-		return
-	}
-	if !o.authorized(r.Header.Values("Authorization")) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp"`)
-		http.Error(w, "unauthorized: send the token of voltmcp serve's token file as Authorization: Bearer <token>", http.StatusUnauthorized)
-		return
-	}
-	o.next.ServeHTTP(w, r)
-}
-
-// authorized reports whether values, the request's Authorization
-// headers, are one bearer credential equal to the token. The
-// comparison takes the same time wherever the first difference is.
-func (o *ownerOnly) authorized(values []string) bool {
-	if len(o.token) == 0 || len(values) != 1 {
-		return false
-	}
-	v := values[0]
-	const scheme = "bearer "
-	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimLeft(v[len(scheme):], " ")), o.token) == 1
-}
-
-// loopbackHost reports whether hostport, a Host header, names a loopback
-// address: localhost, or an IP address that is loopback.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		host = host[1 : len(host)-1]
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// loopbackOrigin reports whether origin, an Origin header, is an http or
-// https origin on a loopback host.
-func loopbackOrigin(origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || (u.Path != "" && u.Path != "/") {
-		return false
-	}
-	return loopbackHost(u.Host)
+	return owner.Handler([]byte(token), http.NewCrossOriginProtection().Handler(h))
 }

@@ -1,9 +1,3 @@
-// Package bound keeps what an untrusted MCP server sends within limits
-// before any of it is stored, shown to a person or given to a model. It
-// validates tool names, cleans text of escape sequences and invisible
-// characters, bounds input schemas without ever following a $ref, and
-// trims an oversized tool list to a stable subset, reporting everything it
-// dropped or changed. Every function is pure: no I/O, no global state.
 package bound
 
 import (

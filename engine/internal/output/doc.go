@@ -8,6 +8,8 @@
 // pass as the server sent it. [Cap] cuts a text to a number of bytes and
 // lines, on a line or UTF-8 boundary ([CutPoint]); [ClipUTF8] and
 // [CountLines] are the one UTF-8 clipping and line count the engine uses.
+// [Render] and [RenderResource] turn MCP content into the text that is
+// cleaned and capped.
 // A [Store] keeps the whole of an output whose inline copy was cut, one
 // directory per workspace with a TTL and a quota, and reads it back a
 // page at a time ([Store.Read], the read_cache action).

@@ -139,7 +139,33 @@ func (s *Store) path(server string) (string, error) {
 	if !bound.ValidName(server) {
 		return "", fmt.Errorf("pin store: invalid server id %q", server)
 	}
-	return filepath.Join(s.dir, server+".json"), nil
+	return file(s.dir, server), nil
+}
+
+// file is the pin file of server in dir.
+func file(dir, server string) string { return filepath.Join(dir, server+".json") }
+
+// Stamp identifies a version of a server's pin file, by its modification
+// time and size; the zero Stamp is a missing file. Stamps compare with ==.
+type Stamp struct {
+	// Exists is set when the file exists.
+	Exists bool
+	mod    time.Time
+	size   int64
+}
+
+// StampOf stamps the pin file of server in the store's directory dir,
+// without opening the store (which makes the directory): a missing file
+// has the zero Stamp, and any other failure to stat it is an error.
+func StampOf(dir, server string) (Stamp, error) {
+	info, err := os.Stat(file(dir, server))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Stamp{}, nil
+	}
+	if err != nil {
+		return Stamp{}, fmt.Errorf("pin store: %w", err)
+	}
+	return Stamp{Exists: true, mod: info.ModTime(), size: info.Size()}, nil
 }
 
 // Get returns the pins of server; a server never seen has empty Pins. A

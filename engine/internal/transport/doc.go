@@ -3,12 +3,14 @@
 // server and everything that process starts, and carries the requests
 // of an HTTP server to its configured origin and nowhere else.
 //
-// For stdio servers it holds [Start] and [Process] (a process group of
-// the server's own, the stop sequence the MCP spec describes, run marks
-// and, on Linux, the reaper that kills what a server started even after
-// the gateway died: [Runs]), [ResolveCommand], and [ChildEnv], the
-// restricted environment a server gets. A [Ring] keeps the last bytes of
-// a server's stderr.
+// For stdio servers it holds [Stdio], the go-sdk transport that starts
+// the server and speaks to it a message a line; [Start] and [Process] (a
+// process group of the server's own, the stop sequence the MCP spec
+// describes, run marks and, on Linux, the reaper that kills what a
+// server started even after the gateway died: [Runs]); [ResolveCommand];
+// and [ChildEnv], the restricted environment a server gets. A [Ring]
+// keeps the last bytes of a server's stderr, and gives its tail or last
+// line for an error.
 //
 // For HTTP servers it holds [HeaderTransport], which adds the configured
 // headers and refuses every request to another [Origin] than the
@@ -18,7 +20,9 @@
 // HTTP to SSE fallback.
 //
 // A [Scrubber] removes resolved secret values from the text an engine
-// shows.
+// shows. [Explain] words an error that ended a connection so that it
+// names the server, the operation and the cause: an exit status and
+// stderr tail, a reset, the last HTTP status, a message nested too deep.
 //
 // The package must not know the config, the Engine or MCP beyond the
 // go-sdk's transports: what a server's config says (its env entries, its

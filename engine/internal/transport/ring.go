@@ -1,6 +1,11 @@
 package transport
 
-import "sync"
+import (
+	"strings"
+	"sync"
+
+	"github.com/voltmcp/voltmcp/sanitize"
+)
 
 // Ring keeps the last n bytes written to it, for a server's stderr:
 // enough to show why it died, never an unbounded buffer however much it
@@ -72,4 +77,52 @@ func (r *Ring) Total() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.total
+}
+
+// Bounds of [Ring.Tail].
+const (
+	tailScan  = 4 << 10 // bytes of the ring a tail is taken from
+	tailLines = 3
+	tailBytes = 600
+)
+
+// Tail returns the last lines written to the ring, joined by " | ":
+// cleaned (see [sanitize.Output]), tabs as spaces, at most 3 lines of
+// the last 4 KiB and 600 bytes, cut at the front. It is not scrubbed.
+func (r *Ring) Tail() string {
+	b := r.Bytes()
+	if len(b) > tailScan {
+		b = b[len(b)-tailScan:]
+	}
+	// Cleaned whole before it is split, so that an escape sequence
+	// loses its parameters as well as its introducer.
+	text, _ := sanitize.Output(string(b))
+	text = strings.TrimRight(text, "\r\n\t ")
+	lines := strings.Split(text, "\n")
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+	}
+	for i, l := range lines {
+		lines[i] = strings.ReplaceAll(strings.TrimRight(l, "\r"), "\t", " ")
+	}
+	tail := strings.Join(lines, " | ")
+	if len(tail) > tailBytes {
+		tail = "…" + strings.ToValidUTF8(tail[len(tail)-tailBytes:], "")
+	}
+	return tail
+}
+
+// LastLine returns the last line written to the ring, at most its last
+// 300 bytes, cleaned as text (see [sanitize.Text]); "" when there is
+// none. It is not scrubbed.
+func (r *Ring) LastLine() string {
+	text := strings.TrimRight(string(r.Bytes()), "\r\n\t ")
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	if len(text) > 300 {
+		text = text[len(text)-300:]
+	}
+	out, _ := sanitize.Text(text, 0)
+	return out
 }

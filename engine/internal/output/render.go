@@ -1,0 +1,58 @@
+package output
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Render turns a tool's or a prompt's content items into the text a
+// model reads, one item a line. Text is kept as it is (Clean runs
+// after); images, audio and blobs are described by type and size, never
+// inlined; a resource link by its URI.
+func Render(items []mcp.Content) string {
+	var parts []string
+	for _, c := range items {
+		switch v := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, v.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link %s]", v.URI))
+		case *mcp.EmbeddedResource:
+			if v.Resource == nil {
+				continue
+			}
+			if v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else {
+				parts = append(parts, fmt.Sprintf("[resource %s, %s, %d bytes]", v.Resource.URI, v.Resource.MIMEType, len(v.Resource.Blob)))
+			}
+		default:
+			parts = append(parts, "[content of an unknown type]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// RenderResource turns the contents of a read resource into text, one
+// item a line: text is kept, binary data described by URI, MIME type
+// and size.
+func RenderResource(contents []*mcp.ResourceContents) string {
+	var parts []string
+	for _, c := range contents {
+		if c == nil {
+			continue
+		}
+		if c.Text != "" || len(c.Blob) == 0 {
+			parts = append(parts, c.Text)
+		} else {
+			parts = append(parts, fmt.Sprintf("[%s: %s, %d bytes of binary data]", c.URI, c.MIMEType, len(c.Blob)))
+		}
+	}
+	return strings.Join(parts, "\n")
+}

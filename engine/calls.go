@@ -135,7 +135,7 @@ func (s *supervisor) call(ctx context.Context, callID, tool string, args any, de
 // touch notes a use of the server for its idle timer, which it arms if
 // it is not armed. The timer is not stopped and started again on every
 // call: starting a timer may wake a thread of Go's runtime, a cost a
-// call through the gateway pays on a small machine (docs/benchmarks.md).
+// call through the gateway pays on a small machine (RATIONALE.md).
 // Instead, a timer that fires before the server has been idle for
 // IdleTimeoutMs arms itself again for the rest of it (idleFired).
 func (s *supervisor) touch() {

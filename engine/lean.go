@@ -25,7 +25,7 @@ import (
 // before, and so does a call the lean path is not sure it would answer
 // exactly as the SDK would. On a small machine the SDK's dispatch of a
 // call costs about as much as the gateway's own work
-// (docs/benchmarks.md).
+// (RATIONALE.md).
 type leanServe struct {
 	e   *Engine
 	ctx context.Context // the serve's; cancelled when it ends

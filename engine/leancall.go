@@ -82,7 +82,7 @@ const protocol20260728 = "2026-07-28"
 // upstreamProtocol is the protocol version the engine asks servers for.
 // Every server in use today speaks it, and it spares each request the
 // client's info and capabilities, which under 2026-07-28 the server
-// decodes again on every call (docs/benchmarks.md). A server that only
+// decodes again on every call (RATIONALE.md). A server that only
 // speaks a later version answers with it, and the session uses that.
 const upstreamProtocol = "2025-11-25"
 

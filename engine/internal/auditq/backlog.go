@@ -25,7 +25,7 @@ const (
 // timer; at once, by the call that finds [BacklogCalls] waiting; and by
 // [Backlog.Close]. The calls' answers then return to the agent with no
 // audit work behind them on the process's CPU, where on a small machine
-// the agent, or the next call, would wait for it (docs/benchmarks.md).
+// the agent, or the next call, would wait for it (RATIONALE.md).
 // What this costs is the window: a process killed outright (SIGKILL, the
 // OOM killer) loses the records of the calls answered in its last
 // 10 ms, where it would otherwise lose those of the call being answered.

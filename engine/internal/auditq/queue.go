@@ -104,7 +104,7 @@ func (q *Queue) Push(r audit.Record) {
 // PushAll is [Queue.Push] for the records rs, in order. With a non-nil
 // wait, for a goroutine that may append itself, it appends them itself,
 // with one write, rather than waking the writer, which on a small
-// machine costs more than the append (docs/benchmarks.md), and calls
+// machine costs more than the append (RATIONALE.md), and calls
 // wait before it would wait for the log (audit.WithBeforeWait): the
 // [Backlog]'s records take this way. Records still queued may then be
 // written after rs; each record keeps the time it was made.

@@ -14,7 +14,7 @@ import (
 // same timeout therefore start and stop no timer, where
 // [context.WithTimeout] starts one per call, which may wake a thread of
 // Go's runtime: a cost a call through the gateway pays on a small
-// machine (docs/benchmarks.md). The zero value is ready to use.
+// machine (RATIONALE.md). The zero value is ready to use.
 type Timer struct {
 	mu    sync.Mutex
 	timer *time.Timer

@@ -10,7 +10,7 @@
 // which its caller then gives to encoding/json.
 //
 // The hand versions exist because they are cheaper on the path of every
-// proxied call (docs/benchmarks.md): no reflection, fewer allocations.
+// proxied call (RATIONALE.md): no reflection, fewer allocations.
 // They read only valid JSON (the caller checks it first, once) and
 // decline whatever they might read differently from encoding/json:
 // escapes in keys, keys that differ from a field's name only in case,

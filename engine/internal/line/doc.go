@@ -6,7 +6,7 @@
 // 2025-06-18), that reads each message once, a line at a time, from a
 // read buffer reused across messages; the go-sdk's decoder allocates a
 // fresh 32 KiB buffer for each of its three decoding passes, and on a
-// small machine garbage is latency (docs/benchmarks.md).
+// small machine garbage is latency (RATIONALE.md).
 //
 // Beyond what the go-sdk sees, a [Conn] offers two things to the
 // engine's fast path: a [Tap] that sees each inbound message first and

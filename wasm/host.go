@@ -203,6 +203,11 @@ type Host struct {
 	closed bool
 }
 
+// wazeroInit serializes the making of wazero runtimes and caches (see
+// NewHost): the one lock of this package that is not a Host's, for a
+// global of wazero's.
+var wazeroInit sync.Mutex
+
 // NewHost starts a wazero runtime with the compiler engine where the
 // platform has one, termination on context done and the compilation
 // cache, and instantiates WASI into it. The memory limits are each
@@ -228,6 +233,12 @@ func NewHost(ctx context.Context, opts *Options) (*Host, error) {
 	if o.IdleInstances <= 0 {
 		o.IdleInstances = DefaultIdleInstances
 	}
+	// wazero looks up its own version, for the cache's directory and the
+	// compiler, into a global it writes without synchronization: hosts
+	// made at once (two engines, a guard replaced while the last one is
+	// preparing) would race on it.
+	wazeroInit.Lock()
+	defer wazeroInit.Unlock()
 	var cache wazero.CompilationCache
 	if o.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(o.CacheDir)

@@ -88,7 +88,7 @@ func (h *leanHTTP) plainRequest(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for _, part := range strings.Split(v, ",") {
 			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			switch strings.TrimSpace(mt) {
+			switch strings.ToLower(strings.TrimSpace(mt)) {
 			case "application/json", "application/*":
 				jsonOK = true
 			case "text/event-stream", "text/*":

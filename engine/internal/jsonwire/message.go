@@ -192,7 +192,10 @@ func appendError(b []byte, jerr *jsonrpc.Error) []byte {
 // [CompactRaw]).
 func AppendRequest(b []byte, id, method string, params []byte) []byte {
 	b = AppendQuotedNoHTML(append(b, `{"jsonrpc":"2.0","id":`...), id)
-	b = AppendQuotedNoHTML(append(b, `,"method":`...), method)
+	if method != "" {
+		// The go-sdk leaves an empty method out; the engine never sends one.
+		b = AppendQuotedNoHTML(append(b, `,"method":`...), method)
+	}
 	b = append(append(b, `,"params":`...), params...)
 	return append(b, '}')
 }

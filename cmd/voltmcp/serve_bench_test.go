@@ -36,6 +36,9 @@ func runIfCLIChild() {
 	if upstream := os.Getenv(passthroughChildEnv); upstream != "" {
 		os.Exit(runPassthrough(upstream))
 	}
+	if upstream := os.Getenv(httpRelayChildEnv); upstream != "" {
+		os.Exit(runHTTPRelay(upstream))
+	}
 	if os.Getenv(cliChildEnv) != "1" {
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +27,39 @@ import (
 // sent on with the go-sdk's client (BenchmarkServeHTTPCall's
 // via=passthrough). It prints its URL as one line on stdout.
 const passthroughChildEnv = "VOLTMCP_TEST_HTTP_PASSTHROUGH"
+
+// httpRelayChildEnv makes the test binary a reverse proxy to the
+// upstream whose URL the variable holds (net/http/httputil's, flushing
+// at once), reading nothing of the messages: the least any HTTP process
+// between an agent and a server costs (BenchmarkServeHTTPCall's
+// via=relay). It prints its URL as one line on stdout.
+const httpRelayChildEnv = "VOLTMCP_TEST_HTTP_RELAY"
+
+// runHTTPRelay serves the relay of httpRelayChildEnv until stdin closes.
+func runHTTPRelay(upstream string) int {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		return 1
+	}
+	// The relay's path is the upstream's; the proxy keeps a request's.
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	rp.FlushInterval = -1
+	rp.Transport = benchHTTPClient(nil).Transport
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		return 1
+	}
+	go func() { _ = http.Serve(ln, rp) }()
+	fmt.Printf("http://%s%s\n", ln.Addr(), u.Path)
+	buf := make([]byte, 512)
+	for {
+		if _, err := os.Stdin.Read(buf); err != nil {
+			return 0
+		}
+	}
+}
 
 // peerProxyEnv names a TBXark/mcp-proxy binary for
 // BenchmarkServeHTTPCall to measure beside voltmcp (way "peer"); unset,
@@ -179,13 +214,15 @@ const inflight = 64
 // other ways, so that all share the machine's load at each moment:
 // direct, with the same client straight to the upstream; passthrough,
 // through a process that is the go-sdk's server with each upstream tool
-// sent on by the go-sdk's client (the plainest proxy); and peer, through
+// sent on by the go-sdk's client (the plainest proxy); relay, through a
+// reverse proxy that reads nothing of the messages (the least any HTTP
+// process in between costs); and peer, through
 // the TBXark/mcp-proxy binary that VOLTMCP_BENCH_PEER_PROXY names, when
 // it does.
 //
 // calls=interleaved turns the way every call and reports each way's
 // p50 and p99 (serve-p50-µs, ...) and serve/direct, the ratio of the
-// p50s (the goal: 1.3 or less). calls=inflight keeps 64 calls in flight
+// p50s (the goal: 1.3 or less), and serve/relay. calls=inflight keeps 64 calls in flight
 // on one session of each way, the ways taking turns, and reports each
 // way's calls per second and serve/passthrough, the ratio of the
 // throughputs (the goal: 1 or more).
@@ -216,6 +253,9 @@ func BenchmarkServeHTTPCall(b *testing.B) {
 			pt := exec.Command(os.Args[0])
 			pt.Env = append(os.Environ(), passthroughChildEnv+"="+upstream)
 			passthrough := connectHTTP(b, startURLChild(b, pt), nil)
+			rl := exec.Command(os.Args[0])
+			rl.Env = append(os.Environ(), httpRelayChildEnv+"="+upstream)
+			relayed := connectHTTP(b, startURLChild(b, rl), nil)
 
 			args := map[string]any{"text": "hello, gateway"}
 			viaServe := &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": args}}
@@ -237,6 +277,7 @@ func BenchmarkServeHTTPCall(b *testing.B) {
 				}},
 				{"direct", plain(direct)},
 				{"passthrough", plain(passthrough)},
+				{"relay", plain(relayed)},
 			}
 			if bin := os.Getenv(peerProxyEnv); bin != "" {
 				ways = append(ways, way{"peer", plain(connectHTTP(b, startPeerProxy(b, bin, upstream), nil))})
@@ -271,6 +312,9 @@ func BenchmarkServeHTTPCall(b *testing.B) {
 				}
 				if p50[1] > 0 {
 					b.ReportMetric(p50[0]/p50[1], "serve/direct")
+				}
+				if p50[3] > 0 {
+					b.ReportMetric(p50[0]/p50[3], "serve/relay")
 				}
 				return
 			}

@@ -39,16 +39,9 @@ func (s *supervisor) leanCall(ctx context.Context, cs *mcp.ClientSession, tool s
 		// capabilities in _meta, which the SDK's client writes.
 		return false
 	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	var meta map[string]any
-	if progress != "" {
-		meta = map[string]any{"progressToken": progress}
-	}
-	params, err := jsonwire.EncodeCallParams(tool, args, meta)
+	params, err := leanCallParams(tool, args, progress)
 	if err != nil {
-		then(turn.YieldFunc(ctx), nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
+		then(turn.YieldFunc(ctx), nil, err)
 		return true
 	}
 	conn.Send(ctx, "tools/call", params, func(yield func(), raw json.RawMessage, err error) {
@@ -102,16 +95,9 @@ func (s *supervisor) leanHTTPCall(ctx context.Context, cs *mcp.ClientSession, to
 	if h == nil {
 		return false
 	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	var meta map[string]any
-	if progress != "" {
-		meta = map[string]any{"progressToken": progress}
-	}
-	params, err := jsonwire.EncodeCallParams(tool, args, meta)
+	params, err := leanCallParams(tool, args, progress)
 	if err != nil {
-		then(turn.YieldFunc(ctx), nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err))
+		then(turn.YieldFunc(ctx), nil, err)
 		return true
 	}
 	// The call waits for the server here: a reader that runs it (the
@@ -145,4 +131,21 @@ func (s *supervisor) leanHTTPCall(ctx context.Context, cs *mcp.ClientSession, to
 		then(turn.NoYield, res, nil)
 	}
 	return true
+}
+
+// leanCallParams encodes the params of a lean tools/call of tool;
+// progress, when not empty, is its progress token.
+func leanCallParams(tool string, args any, progress string) ([]byte, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	var meta map[string]any
+	if progress != "" {
+		meta = map[string]any{"progressToken": progress}
+	}
+	params, err := jsonwire.EncodeCallParams(tool, args, meta)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the arguments of %s: %w", tool, err)
+	}
+	return params, nil
 }

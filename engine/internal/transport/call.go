@@ -255,14 +255,7 @@ func (h *Caller) reply(ctx context.Context, req *jsonrpc.Request) {
 	}
 	// On its own goroutine: the server may hold this POST until the
 	// call's stream, which this goroutine reads, moves on.
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if resp, err := h.post(ctx, data); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-		}
-	}()
+	go h.send(ctx, data)
 }
 
 // cancelled tells the server the engine gave up on the call id, as the
@@ -270,12 +263,16 @@ func (h *Caller) reply(ctx context.Context, req *jsonrpc.Request) {
 func (h *Caller) cancelled(ctx context.Context, id string, why error) {
 	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
 		"params": map[string]any{"requestId": id, "reason": why.Error()}})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if resp, err := h.post(ctx, note); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-		}
-	}()
+	go h.send(ctx, note)
+}
+
+// send posts a message that needs no answer (a reply, a notification),
+// within 10 s of now whatever ctx does, and drops the server's answer.
+func (h *Caller) send(ctx context.Context, msg []byte) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if resp, err := h.post(ctx, msg); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+	}
 }

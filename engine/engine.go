@@ -171,6 +171,10 @@ type Engine struct {
 	audit   *auditq.Queue   // the audit log's queue (record.go)
 	backlog *auditq.Backlog // gateway calls' records waiting to be written
 
+	// off is why the current config turns the gateway off, nil when it
+	// is on (TurnedOff); read on every call, so it is not behind mu.
+	off atomic.Pointer[string]
+
 	mu      sync.Mutex
 	closed  bool
 	cfg     *cue.Config
@@ -248,6 +252,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cfg, e.load = cfg, res
+	e.setOff(cfg)
 	e.guard.Store(newGuard(e, cfg))
 	e.servers = map[string]*supervisor{}
 	for _, s := range cfg.Servers {
@@ -280,8 +285,12 @@ func (e *Engine) loadConfig(ctx context.Context) (*cue.Config, *cue.Result, erro
 	return res.Config, res, nil
 }
 
-// startEager connects eager and keep-alive servers in the background.
+// startEager connects eager and keep-alive servers in the background,
+// unless the gateway is turned off.
 func (e *Engine) startEager() {
+	if e.TurnedOff() != "" {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, s := range e.servers {
@@ -585,6 +594,7 @@ func (e *Engine) Reload(ctx context.Context) error {
 		}
 	}
 	e.cfg, e.load, e.servers = cfg, res, next
+	e.setOff(cfg)
 	old := e.guard.Swap(newGuard(e, cfg))
 	e.mu.Unlock()
 	old.close()

@@ -155,6 +155,10 @@ func (e *Engine) gwStatus(in GatewayInput) GatewayResult {
 		data["metadata"] = issues
 	}
 	var notes []string
+	if off := e.TurnedOff(); off != "" {
+		data["enabled"] = false
+		notes = append(notes, off)
+	}
 	for _, d := range e.Diagnostics() {
 		if d.Code == cue.CodeProjectIgnored {
 			notes = append(notes, "project MCP config is not trusted and was not loaded")

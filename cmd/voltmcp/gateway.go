@@ -64,6 +64,9 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 			return err
 		}
 		defer eng.Close()
+		if off := eng.TurnedOff(); off != "" && action != "status" {
+			return failuref("%s", off)
+		}
 		res := eng.Gateway(ctx, in)
 		if asJSON {
 			if err := writeJSONValue(e.stdout, res.Data); err != nil {
@@ -212,6 +215,11 @@ Examples:
 			if d.Severity != cue.SeverityInfo {
 				fmt.Fprintln(e.stderr, d)
 			}
+		}
+		if off := eng.TurnedOff(); off != "" {
+			// It still serves, with no tool, so the agent sees why in
+			// the instructions rather than a server that failed.
+			fmt.Fprintf(e.stderr, "voltmcp serve: %s\n", clean(off))
 		}
 		if addr == "" && socket == "" {
 			// ServeStdio reads and writes the agent's pipes through the

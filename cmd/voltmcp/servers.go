@@ -72,6 +72,14 @@ Examples:
 		}
 		defer eng.Close()
 		list := eng.Servers()
+		if off := eng.TurnedOff(); off != "" {
+			if asJSON {
+				// On stderr, so the output stays the list.
+				fmt.Fprintf(e.stderr, "voltmcp servers: %s\n", clean(off))
+			} else {
+				fmt.Fprintf(e.stdout, "%s\n\n", clean(off))
+			}
+		}
 		if asJSON {
 			return writeJSONValue(e.stdout, list)
 		}

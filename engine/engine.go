@@ -53,6 +53,9 @@ type Options struct {
 	// persist to.
 	Config *cue.Config
 	// Surface, Approve, NoApprove and Trust are passed to cue.Load.
+	// Surface also says whether [Engine.Gateway]'s caller is a user (the
+	// CLI's surfaces) or a model (serve, rpc, daemon, and the zero value):
+	// only a user may fetch a prompt under prompts: "user-preview".
 	Surface   cue.Surface
 	Approve   bool
 	NoApprove bool

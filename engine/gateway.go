@@ -49,6 +49,10 @@ type GatewayInput struct {
 	// decoded from JSON (decodeGatewayInput): a call passes them on
 	// without decoding and encoding them again.
 	rawArgs json.RawMessage
+	// fromAgent marks an input that came through the mcp tool of a serve
+	// surface (gatewayRunThen): the model asked, whatever the engine's
+	// Options.Surface (see userAsks).
+	fromAgent bool
 }
 
 // GatewayResult is the answer of the mcp tool: Data is the structured
@@ -69,7 +73,11 @@ const (
 )
 
 // Gateway runs one action of the mcp tool. Every bad input gets a clear
-// error result (IsError), never a Go error: the model must see it.
+// error result (IsError), never a Go error: the model must see it. The
+// caller is a user, not a model, when [Options.Surface] is one of the
+// CLI's surfaces ([cue.SurfaceInteractive], [cue.SurfacePrint],
+// [cue.SurfaceJSON]): under the prompts setting "user-preview" a user may
+// fetch a prompt, a model may not.
 func (e *Engine) Gateway(ctx context.Context, in GatewayInput) GatewayResult {
 	r, ok := e.gatewayAwait(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayInputThen(ctx, in, then) })
 	if !ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
@@ -401,11 +402,29 @@ func (e *Engine) gwListPrompts(ctx context.Context, in GatewayInput) GatewayResu
 	return gwOK(data, jsonText(data))
 }
 
+// userAsks reports whether in comes from a user rather than a model: it
+// did not come through a serve surface's mcp tool, and the engine runs
+// for a surface a person reads (the CLI's). The zero Surface and the
+// surfaces that serve agents (serve, rpc, daemon) are a model's.
+func (e *Engine) userAsks(in GatewayInput) bool {
+	if in.fromAgent {
+		return false
+	}
+	switch e.opts.Surface {
+	case cue.SurfaceInteractive, cue.SurfacePrint, cue.SurfaceJSON:
+		return true
+	}
+	return false
+}
+
 func (e *Engine) gwGetPrompt(ctx context.Context, in GatewayInput) GatewayResult {
 	switch e.Config().Settings.Prompts {
 	case "disabled":
 		return gwError("prompts are disabled by the prompts setting")
 	case "user-preview":
+		if e.userAsks(in) {
+			break
+		}
 		return gwError("prompts are user-preview: the user can preview them, the model may not fetch them (setting prompts: \"model\" allows it)")
 	}
 	s, bad := e.needServer(in)

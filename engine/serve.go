@@ -69,6 +69,7 @@ func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then f
 		then(here, gwError("%v", err))
 		return
 	}
+	in.fromAgent = true
 	e.gatewayInputThen(ctx, in, then)
 }
 

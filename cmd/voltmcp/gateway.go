@@ -111,8 +111,8 @@ func gatewayCommands() []*command {
 			"Usage: voltmcp read-resource SERVER URI [--json]\n\nExample:\n  voltmcp read-resource everything demo://resource/static/document/1.md", []string{"SERVER", "URI"}, nil),
 		gatewayCommand("prompts", "list_prompts", "list a server's cached prompts",
 			"Usage: voltmcp prompts SERVER [--json]\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, nil),
-		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt (when the prompts setting allows it)",
-			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
+		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt and show it, for you to preview",
+			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nFetches PROMPT from SERVER (starting it if need be) and prints its\nmessages, one \"role: text\" each, cleaned and cut like every text a\nserver sends. The arguments are a JSON object; a value that is not a\nstring is sent as its JSON text. Under the prompts setting\n\"user-preview\" (the default) you can preview any prompt here, while the\nmodel's get_prompt through voltmcp serve is refused; \"model\" lets the\nmodel fetch prompts too; \"disabled\" refuses both.\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
 		gatewayCommand("read-cache", "read_cache", "read a cut output back from the sidecar",
 			"Usage: voltmcp read-cache ID [--offset N | --start-line N --end-line M] [--pattern RE] [--json]\n\nExample:\n  voltmcp read-cache mcpout_0123456789abcdefghijklmnop --pattern error",
 			[]string{"ID"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {

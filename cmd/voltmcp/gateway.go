@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -70,7 +71,7 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 				return failuref("write output: %w", err)
 			}
 		} else {
-			fmt.Fprintln(e.stdout, cleanBlock(res.Text))
+			fmt.Fprintln(e.stdout, cleanBlock(cliText(res, in)))
 		}
 		if res.IsError {
 			return errFindings
@@ -78,6 +79,49 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		return nil
 	}
 	return c
+}
+
+// cliText is a result's text with its pointers to the rest of an output
+// naming the CLI's read-cache command instead of the mcp tool's JSON input
+// an agent would send: a cut output's "the rest: mcp({...})" and a page's
+// "[more: mcp({...})]". The JSON result (--json) keeps the agent's.
+func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
+	raw, err := json.Marshal(res.Data)
+	if err != nil {
+		return res.Text
+	}
+	var d struct {
+		Action     string           `json:"action"`
+		Content    string           `json:"content"`
+		NextOffset int64            `json:"nextOffset"`
+		Cache      *engine.CacheRef `json:"cache"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return res.Text
+	}
+	text := res.Text
+	if d.Cache != nil && d.Cache.Read != "" {
+		if i := strings.LastIndex(text, d.Cache.Read); i >= 0 {
+			text = text[:i] + "voltmcp read-cache " + shellQuote(d.Cache.ID) + text[i+len(d.Cache.Read):]
+		}
+	}
+	if d.Action == "read_cache" && d.NextOffset > 0 && strings.HasPrefix(text, d.Content) {
+		more := fmt.Sprintf("voltmcp read-cache %s --offset %d", shellQuote(in.CacheID), d.NextOffset)
+		if in.Pattern != "" {
+			more += " --pattern " + shellQuote(in.Pattern)
+		}
+		text = d.Content + "\n[more: " + more + "]"
+	}
+	return text
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:=@%+,.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func gatewayCommands() []*command {
@@ -111,7 +155,7 @@ func gatewayCommands() []*command {
 		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt (when the prompts setting allows it)",
 			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
 		gatewayCommand("read-cache", "read_cache", "read a cut output back from the sidecar",
-			"Usage: voltmcp read-cache ID [--offset N | --start-line N --end-line M] [--pattern RE] [--json]\n\nExample:\n  voltmcp read-cache mcpout_0123456789abcdefghijklmnop --pattern error",
+			"Usage: voltmcp read-cache ID [--offset N | --start-line N --end-line M] [--pattern RE] [--json]\n\nPrints a page of an output that was cut (ID is in the footer of the cut\nresult), at most maxOutputBytes. When more follows, the last line is the\ncommand for the next page:\n\n  [more: voltmcp read-cache ID --offset N]\n\n(with --pattern RE when a pattern was given). --json prints what the mcp\ntool's read_cache action returns, the next page's offset in nextOffset.\n\nExample:\n  voltmcp read-cache mcpout_0123456789abcdefghijklmnop --pattern error",
 			[]string{"ID"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
 				fs.Int64Var(&in.Offset, "offset", 0, "byte offset to start at")
 				fs.IntVar(&in.StartLine, "start-line", 0, "first line (1-based)")

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/voltmcp/voltmcp/internal/mcptest"
+)
+
+// smallOutputProject is serverProject with maxOutputBytes at its minimum,
+// so a call's output of a few KB is cut and kept in the sidecar.
+func smallOutputProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd, args, env := mcptest.Command("behave")
+	doc := map[string]any{"version": 1, "settings": map[string]any{"maxOutputBytes": 1024},
+		"servers": map[string]any{"demo": map[string]any{"command": cmd, "args": args, "env": env}}}
+	data, _ := json.Marshal(doc)
+	os.MkdirAll(filepath.Join(dir, ".volt"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, ".volt", "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestReadCacheFootersNameTheCLICommand: on the CLI, a cut output and a
+// page of read-cache point at the rest with the command a user types,
+// 'voltmcp read-cache ID --offset N', and the command works; --json keeps
+// what an agent gets (issue 20, item 10).
+func TestReadCacheFootersNameTheCLICommand(t *testing.T) {
+	project := smallOutputProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project, "--approve")...)
+	}
+	var lines []string
+	for i := range 200 {
+		lines = append(lines, strings.Repeat("x", 20)+" line "+string(rune('a'+i%26)))
+	}
+	long, _ := json.Marshal(map[string]string{"text": strings.Join(lines, "\n")})
+	r := cli("call", "demo", "echo", "--args", string(long))
+	m := regexp.MustCompile(`the rest: voltmcp read-cache (mcpout_[A-Za-z0-9]+)\]\n$`).FindStringSubmatch(r.stdout)
+	if r.code != exitOK || m == nil || strings.Contains(r.stdout, `"action"`) {
+		t.Fatalf("a cut call's footer does not name 'voltmcp read-cache ID':\n%s", r)
+	}
+	id := m[1]
+	// read-cache caps a page at maxOutputBytes too: the page ends with
+	// the command for the next one.
+	r = cli("read-cache", id)
+	m = regexp.MustCompile(`\n\[more: voltmcp read-cache ` + id + ` --offset ([0-9]+)\]\n$`).FindStringSubmatch(r.stdout)
+	if r.code != exitOK || m == nil || strings.Contains(r.stdout, "mcp(") {
+		t.Fatalf("read-cache's footer does not name the CLI command:\n%s", r)
+	}
+	if r := cli("read-cache", id, "--offset", m[1]); r.code != exitOK || !strings.Contains(r.stdout, " line ") {
+		t.Errorf("the footer's command does not read the next page:\n%s", r)
+	}
+	r = cli("read-cache", id, "--pattern", "line [a-z]$")
+	if r.code != exitOK || !regexp.MustCompile(`\n\[more: voltmcp read-cache `+id+` --offset [0-9]+ --pattern 'line \[a-z\]\$'\]\n$`).MatchString(r.stdout) {
+		t.Errorf("a page of matching lines does not keep the pattern in its footer:\n%s", r)
+	}
+	// --json is the agent's answer, unchanged.
+	if r := cli("read-cache", id, "--json"); r.code != exitOK || !strings.Contains(r.stdout, `"nextOffset"`) {
+		t.Errorf("read-cache --json:\n%s", r)
+	}
+	if r := cli("read-cache", "--help"); r.code != exitOK || !strings.Contains(r.stdout, "[more: voltmcp read-cache ID --offset N]") {
+		t.Errorf("read-cache --help does not say what the footer is:\n%s", r)
+	}
+}

@@ -71,3 +71,41 @@ func TestReadCacheFootersNameTheCLICommand(t *testing.T) {
 		t.Errorf("read-cache --help does not say what the footer is:\n%s", r)
 	}
 }
+
+// TestConnectHelpSaysWhatItPrints: connect --help shows what connect
+// prints (the server, its status and its tool count, as the mcp tool's
+// connect action answers) and says the tools themselves are listed by
+// other commands (issue 20, item 10).
+func TestConnectHelpSaysWhatItPrints(t *testing.T) {
+	project := serverProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project, "--approve")...)
+	}
+	r := cli("connect", "demo")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != exitOK {
+		t.Fatalf("connect: %v\n%s", err, r)
+	}
+	help := cli("connect", "--help").stdout
+	// The help's sample output has the keys connect prints.
+	m := regexp.MustCompile(`(?m)^  (\{"action":"connect".*\})$`).FindStringSubmatch(help)
+	if m == nil {
+		t.Fatalf("connect --help shows no sample of its output:\n%s", help)
+	}
+	var sample map[string]any
+	if err := json.Unmarshal([]byte(m[1]), &sample); err != nil {
+		t.Fatalf("connect --help's sample is not JSON: %v\n%s", err, m[1])
+	}
+	for k := range got {
+		if _, ok := sample[k]; !ok {
+			t.Errorf("connect prints %q, which its help's sample lacks: %s", k, m[1])
+		}
+	}
+	for _, want := range []string{"voltmcp status demo", "voltmcp search"} {
+		if !strings.Contains(strings.ReplaceAll(help, "SERVER", "demo"), want) {
+			t.Errorf("connect --help does not point at %q for the tools:\n%s", want, help)
+		}
+	}
+}

@@ -109,3 +109,46 @@ func TestConnectHelpSaysWhatItPrints(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionCIInstallWorksUnpublished: the CI jobs of the README and
+// docs/config.md install voltmcp in a way that works while the module is
+// not published: from a checkout of its source, with 'go install
+// ./cmd/voltmcp' run in that checkout; the '@latest' line is kept, commented
+// out, for when it is (issue 20, item 10).
+func TestVersionCIInstallWorksUnpublished(t *testing.T) {
+	t.Parallel()
+	block := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	for _, doc := range []string{"README.md", "docs/config.md"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := 0
+		for _, m := range block.FindAllStringSubmatch(string(data), -1) {
+			yaml := m[1]
+			if !strings.Contains(yaml, "voltmcp vet") || !strings.Contains(yaml, "go install") {
+				continue
+			}
+			jobs++
+			for line := range strings.Lines(yaml) {
+				if s := strings.TrimSpace(line); strings.Contains(s, "go install") && strings.Contains(s, "@") && !strings.HasPrefix(s, "#") {
+					t.Errorf("%s: a CI job installs a module version that is not published: %s", doc, s)
+				}
+			}
+			if !regexp.MustCompile(`(?m)^ *# - run: go install github\.com/voltmcp/voltmcp/cmd/voltmcp@latest`).MatchString(yaml) {
+				t.Errorf("%s: the CI job lost the commented @latest line for when the module is published:\n%s", doc, yaml)
+			}
+			path := regexp.MustCompile(`(?m)^ +path: (\S+)`).FindStringSubmatch(yaml)
+			if path == nil || !strings.Contains(yaml, "- run: cd "+path[1]+" && go install ./cmd/voltmcp\n") {
+				t.Errorf("%s: the CI job does not run 'go install ./cmd/voltmcp' in its checkout of voltmcp:\n%s", doc, yaml)
+			}
+		}
+		if jobs == 0 {
+			t.Errorf("%s: no CI job that installs and runs voltmcp vet", doc)
+		}
+	}
+	// ./cmd/voltmcp of a checkout is this package, a main package.
+	if _, err := os.Stat(filepath.Join("..", "..", "cmd", "voltmcp", "main.go")); err != nil {
+		t.Errorf("./cmd/voltmcp of a checkout: %v", err)
+	}
+}

@@ -116,10 +116,11 @@ Examples:
 	return c
 }
 
-// noLog turns a missing log into a clear failure.
-func noLog(path string, err error) error {
+// noLog turns a missing log into a clear failure that names the flag
+// (fileFlag, e.g. "--file") the command takes the log's path with.
+func noLog(path, fileFlag string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return failuref("no audit log at %s (nothing recorded yet, or the wrong --agent-dir or --file)", path)
+		return failuref("no audit log at %s (nothing recorded yet, or the wrong --agent-dir or %s)", path, fileFlag)
 	}
 	return failuref("%w", err)
 }
@@ -127,7 +128,7 @@ func noLog(path string, err error) error {
 func auditVerify(e *env, path string, asJSON bool) error {
 	rep, err := audit.Verify(path)
 	if err != nil {
-		return noLog(path, err)
+		return noLog(path, "--file", err)
 	}
 	if asJSON {
 		err = writeJSONValue(e.stdout, rep)
@@ -198,7 +199,7 @@ func auditTail(ctx context.Context, e *env, path string, f auditFlags) error {
 		return failuref("write output: %w", we.err)
 	}
 	if err != nil {
-		return noLog(path, err)
+		return noLog(path, "--file", err)
 	}
 	return nil
 }
@@ -217,7 +218,7 @@ func auditQuery(e *env, path string, f auditFlags, now time.Time) error {
 	}
 	recs, probs, err := audit.Read(path, q)
 	if err != nil {
-		return noLog(path, err)
+		return noLog(path, "--file", err)
 	}
 	for _, p := range probs {
 		fmt.Fprintf(e.stderr, "voltmcp audit: skipped %s\n", clean(p.String()))

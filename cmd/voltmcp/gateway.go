@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,7 +74,7 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 				return failuref("write output: %w", err)
 			}
 		} else {
-			fmt.Fprintln(e.stdout, cleanBlock(res.Text))
+			fmt.Fprintln(e.stdout, cleanBlock(cliText(res, in)))
 		}
 		if res.IsError {
 			return errFindings
@@ -81,6 +82,49 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		return nil
 	}
 	return c
+}
+
+// cliText is a result's text with its pointers to the rest of an output
+// naming the CLI's read-cache command instead of the mcp tool's JSON input
+// an agent would send: a cut output's "the rest: mcp({...})" and a page's
+// "[more: mcp({...})]". The JSON result (--json) keeps the agent's.
+func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
+	raw, err := json.Marshal(res.Data)
+	if err != nil {
+		return res.Text
+	}
+	var d struct {
+		Action     string           `json:"action"`
+		Content    string           `json:"content"`
+		NextOffset int64            `json:"nextOffset"`
+		Cache      *engine.CacheRef `json:"cache"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return res.Text
+	}
+	text := res.Text
+	if d.Cache != nil && d.Cache.Read != "" {
+		if i := strings.LastIndex(text, d.Cache.Read); i >= 0 {
+			text = text[:i] + "voltmcp read-cache " + shellQuote(d.Cache.ID) + text[i+len(d.Cache.Read):]
+		}
+	}
+	if d.Action == "read_cache" && d.NextOffset > 0 && strings.HasPrefix(text, d.Content) {
+		more := fmt.Sprintf("voltmcp read-cache %s --offset %d", shellQuote(in.CacheID), d.NextOffset)
+		if in.Pattern != "" {
+			more += " --pattern " + shellQuote(in.Pattern)
+		}
+		text = d.Content + "\n[more: " + more + "]"
+	}
+	return text
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:=@%+,.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func gatewayCommands() []*command {
@@ -101,8 +145,8 @@ func gatewayCommands() []*command {
 		gatewayCommand("call", "call", "call a tool of a server, as the mcp tool does",
 			"Usage: voltmcp call SERVER TOOL [--args JSON] [--json]\n\nStarts the server if needed, calls the tool, and prints the result capped\nlike an agent sees it; a longer output is kept for 'voltmcp read-cache'.\n\nExample:\n  voltmcp call filesystem list_directory --args '{\"path\": \".\"}'",
 			[]string{"SERVER", "TOOL"}, argsFlag),
-		gatewayCommand("connect", "connect", "connect a server now and list its tools",
-			"Usage: voltmcp connect SERVER [--json]\n\nExample:\n  voltmcp connect github", []string{"SERVER"}, nil),
+		gatewayCommand("connect", "connect", "connect a server now and cache its tools; prints its status and tool count",
+			"Usage: voltmcp connect SERVER [--json]\n\nConnects the server now (starting its process for a stdio server) and lists\nits tools, resources and prompts into the metadata cache. Prints what the\nmcp tool's connect action answers, one line of JSON: the server, its status\nand how many tools it has, and the error when it failed (exit 1):\n\n  {\"action\":\"connect\",\"server\":\"github\",\"status\":\"ready\",\"tools\":12}\n\nThe tools themselves: 'voltmcp status SERVER' or 'voltmcp search QUERY'.\nThe connection ends with the command; 'voltmcp serve' keeps servers\nrunning for an agent.\n\nExample:\n  voltmcp connect github", []string{"SERVER"}, nil),
 		gatewayCommand("disconnect", "disconnect", "disconnect a server and stop its process",
 			"Usage: voltmcp disconnect SERVER [--json]\n\nExample:\n  voltmcp disconnect github", []string{"SERVER"}, nil),
 		gatewayCommand("resources", "list_resources", "list a server's cached resources",
@@ -114,7 +158,7 @@ func gatewayCommands() []*command {
 		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt and show it, for you to preview",
 			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nFetches PROMPT from SERVER (starting it if need be) and prints its\nmessages, one \"role: text\" each, cleaned and cut like every text a\nserver sends. The arguments are a JSON object; a value that is not a\nstring is sent as its JSON text. Under the prompts setting\n\"user-preview\" (the default) you can preview any prompt here, while the\nmodel's get_prompt through voltmcp serve is refused; \"model\" lets the\nmodel fetch prompts too; \"disabled\" refuses both.\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
 		gatewayCommand("read-cache", "read_cache", "read a cut output back from the sidecar",
-			"Usage: voltmcp read-cache ID [--offset N | --start-line N --end-line M] [--pattern RE] [--json]\n\nExample:\n  voltmcp read-cache mcpout_0123456789abcdefghijklmnop --pattern error",
+			"Usage: voltmcp read-cache ID [--offset N | --start-line N --end-line M] [--pattern RE] [--json]\n\nPrints a page of an output that was cut (ID is in the footer of the cut\nresult), at most maxOutputBytes. When more follows, the last line is the\ncommand for the next page:\n\n  [more: voltmcp read-cache ID --offset N]\n\n(with --pattern RE when a pattern was given). --json prints what the mcp\ntool's read_cache action returns, the next page's offset in nextOffset.\n\nExample:\n  voltmcp read-cache mcpout_0123456789abcdefghijklmnop --pattern error",
 			[]string{"ID"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
 				fs.Int64Var(&in.Offset, "offset", 0, "byte offset to start at")
 				fs.IntVar(&in.StartLine, "start-line", 0, "first line (1-based)")

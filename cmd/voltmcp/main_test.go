@@ -459,12 +459,17 @@ func TestVersionText(t *testing.T) {
 			{Path: "github.com/spf13/pflag", Version: "v1.1.0"},
 			{Path: "golang.org/x/text", Version: "v0.38.0"},
 		},
+		Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.modified", Value: "true"}},
 	}
 	got := versionText(info)
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-	if len(lines) != 1+len(wantCoreModules) {
-		t.Fatalf("want a header and %d module lines, got:\n%s", len(wantCoreModules), got)
+	if len(lines) != 2+len(wantCoreModules) {
+		t.Fatalf("want a header, a commit line and %d module lines, got:\n%s", len(wantCoreModules), got)
 	}
+	if want := "  built from commit 0123456789abcdef0123456789abcdef01234567 (with uncommitted changes)"; lines[1] != want {
+		t.Errorf("commit line = %q, want %q", lines[1], want)
+	}
+	lines = append(lines[:1], lines[2:]...)
 	if !regexp.MustCompile(`^voltmcp v1\.2\.3 \(go[0-9.]+[^,]*, [a-z0-9]+/[a-z0-9]+\)$`).MatchString(lines[0]) {
 		t.Errorf("header = %q", lines[0])
 	}
@@ -493,6 +498,13 @@ func TestVersionText(t *testing.T) {
 	if !strings.HasPrefix(devel, "voltmcp (devel) (") {
 		t.Errorf("without a main version: %q, want voltmcp (devel)", devel)
 	}
+	if !strings.Contains(devel, "\n  built from commit unknown\n") {
+		t.Errorf("without vcs settings, the commit is not unknown:\n%s", devel)
+	}
+	clean := versionText(&debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}})
+	if !strings.Contains(clean, "\n  built from commit abc\n") {
+		t.Errorf("a clean checkout's commit:\n%s", clean)
+	}
 	if n := strings.Count(devel, "not linked in this build"); n != len(wantCoreModules) {
 		t.Errorf("with no deps, %d modules say not linked, want %d:\n%s", n, len(wantCoreModules), devel)
 	}
@@ -506,6 +518,10 @@ func TestVersionCommand(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.stdout, "voltmcp ") {
 		t.Errorf("version output does not start with voltmcp:\n%s", r.stdout)
+	}
+	// A test binary records no commit; a binary built in a checkout does.
+	if !regexp.MustCompile(`(?m)^  built from commit (unknown|[0-9a-f]{40}( \(with uncommitted changes\))?)$`).MatchString(r.stdout) {
+		t.Errorf("version does not say the commit it was built from:\n%s", r.stdout)
 	}
 	for _, m := range wantCoreModules {
 		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(m) + ` +\S`).MatchString(r.stdout) {

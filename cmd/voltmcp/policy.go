@@ -188,7 +188,7 @@ func policyReplay(ctx context.Context, e *env, path string, dirs []string, asJSO
 	}
 	recs, probs, err := audit.Read(path, audit.Query{Kind: audit.KindCall})
 	if err != nil {
-		return noLog(path, err)
+		return noLog(path, "--audit", err)
 	}
 	for _, pr := range probs {
 		fmt.Fprintf(e.stderr, "voltmcp policy replay: skipped %s\n", clean(pr.String()))

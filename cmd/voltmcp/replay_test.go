@@ -200,8 +200,9 @@ func TestPolicyReplayFailures(t *testing.T) {
 	t.Parallel()
 	_, path := paymentsLog(t)
 	missing := filepath.Join(t.TempDir(), "none.jsonl")
-	if r := runCLI(t, nil, "policy", "replay", "--audit", missing); r.code != exitFailure || !strings.Contains(r.stderr, "no audit log at") {
-		t.Errorf("missing log: want exit 3\n%s", r)
+	if r := runCLI(t, nil, "policy", "replay", "--audit", missing); r.code != exitFailure || !strings.Contains(r.stderr, "no audit log at") ||
+		!strings.Contains(r.stderr, "--audit)") || strings.Contains(r.stderr, "--file") {
+		t.Errorf("missing log: want exit 3 naming replay's own flag, --audit\n%s", r)
 	}
 	dir, file := policyDir(t, "broken.rego", "package voltmcp.tools\n\ndeny contains \"x\" if {\n")
 	if r := runCLI(t, nil, "policy", "replay", "--audit", path, "--policy", dir); r.code != exitFailure || !strings.Contains(r.stderr, file+":") {

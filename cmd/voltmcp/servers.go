@@ -149,8 +149,9 @@ func refreshCommand() *command {
 Connects each server (starting its process for a stdio server), lists its
 tools, resources and prompts, writes them to the metadata cache, and
 disconnects. Later commands and 'voltmcp serve' then know their tools
-without starting them. With no SERVER, refreshes every enabled server, one
-line of progress each; one failing server does not stop the others.
+without starting them. Prints one line of progress per server: its tools,
+resources and prompts and how long it took. With no SERVER, refreshes every
+enabled server; one failing server does not stop the others.
 
 Examples:
   voltmcp refresh github --approve
@@ -170,19 +171,6 @@ Examples:
 				}
 			}
 		}
-		if len(args) == 1 {
-			if err := eng.Refresh(ctx, args[0]); err != nil {
-				if errors.Is(err, engine.ErrUnknownServer) {
-					return usageErrorf("%w", err)
-				}
-				return failuref("%w", err)
-			}
-			s, err := eng.Server(args[0])
-			if err != nil {
-				return failuref("%w", err)
-			}
-			return writeServerTable(e.stdout, []engine.ServerSummary{s})
-		}
 		failed := 0
 		for i, id := range ids {
 			start := time.Now()
@@ -191,6 +179,13 @@ Examples:
 			_ = eng.Disconnect(ctx, id)
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if err != nil && len(args) == 1 {
+				// One server named: its error is the command's.
+				if errors.Is(err, engine.ErrUnknownServer) {
+					return usageErrorf("%w", err)
+				}
+				return failuref("%w", err)
 			}
 			s, _ := eng.Server(id)
 			line := fmt.Sprintf("[%d/%d] %s: %d tools, %d resources, %d prompts (%s)", i+1, len(ids), id,

@@ -26,7 +26,9 @@ func versionCommand() *command {
 		summary: "print the version of voltmcp and of its core dependencies",
 		usage: `Usage: voltmcp version
 
-Prints voltmcp's module version, the Go toolchain that built it, and the
+Prints voltmcp's module version, the Go toolchain that built it, the commit
+it was built from (with "uncommitted changes" when the checkout had some;
+"unknown" when the build recorded none, as with go run or go test), and the
 versions of the core dependencies linked into this binary. A core module not
 yet linked into this build says so.
 
@@ -54,6 +56,7 @@ func versionText(info *debug.BuildInfo) string {
 		v = "(devel)"
 	}
 	fmt.Fprintf(&b, "voltmcp %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "  built from commit %s\n", buildCommit(info))
 	deps := map[string]string{}
 	for _, d := range info.Deps {
 		if d.Replace != nil {
@@ -70,4 +73,28 @@ func versionText(info *debug.BuildInfo) string {
 		fmt.Fprintf(&b, "  %-40s %s\n", m, ver)
 	}
 	return b.String()
+}
+
+// buildCommit is the commit the binary was built from, as the go command
+// stamps it from the checkout (vcs.revision, with vcs.modified true when
+// the work tree had uncommitted changes), or "unknown": a binary built
+// outside a checkout, with -buildvcs=false, or by go install of a module
+// version (whose version says what it is) has none.
+func buildCommit(info *debug.BuildInfo) string {
+	rev, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if modified {
+		rev += " (with uncommitted changes)"
+	}
+	return rev
 }

@@ -79,11 +79,7 @@ const (
 // [cue.SurfaceJSON]): under the prompts setting "user-preview" a user may
 // fetch a prompt, a model may not.
 func (e *Engine) Gateway(ctx context.Context, in GatewayInput) GatewayResult {
-	r, ok := e.gatewayAwait(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayInputThen(ctx, in, then) })
-	if !ok {
-		return gwError("internal error")
-	}
-	return r
+	return e.gatewayResult(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayInputThen(ctx, in, then) })
 }
 
 // dispatch runs the action of in.

@@ -73,6 +73,35 @@ func (l *leanServe) wait() {
 	l.wg.Wait()
 }
 
+// cancelledID reads the id of the request a notifications/cancelled
+// names, as the key the lean path keeps its calls under.
+func cancelledID(params json.RawMessage) (any, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return nil, false
+	}
+	return id.Raw(), true
+}
+
+// cancel cancels the lean call in flight under key, as its agent asked,
+// and reports whether there was one.
+func (l *leanServe) cancel(key any) bool {
+	l.mu.Lock()
+	cancel := l.inflight[key]
+	l.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(errAgentCancelled)
+	return true
+}
+
 // errAgentCancelled is the cause of a lean call's end when the agent
 // cancelled it.
 var errAgentCancelled = errors.New("cancelled by the client")
@@ -93,24 +122,9 @@ func (l *leanServe) Inbound(c *line.Conn, msg jsonrpc.Message) (bool, func(yield
 		l.initID, l.initVersion = req.ID.Raw(), p.ProtocolVersion
 		l.mu.Unlock()
 	case "notifications/cancelled":
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) != nil {
-			return false, nil
-		}
-		id, err := jsonrpc.MakeID(p.RequestID)
-		if err != nil {
-			return false, nil
-		}
-		l.mu.Lock()
-		cancel := l.inflight[id.Raw()]
-		l.mu.Unlock()
-		if cancel == nil {
-			return false, nil // the SDK's, or already answered
-		}
-		cancel(errAgentCancelled)
-		return true, nil
+		id, ok := cancelledID(req.Params)
+		// A call it does not know is the SDK's, or already answered.
+		return ok && l.cancel(id), nil
 	case "tools/call":
 		if !req.IsCall() {
 			return false, nil

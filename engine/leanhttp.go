@@ -65,7 +65,7 @@ func (h *leanHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.Method {
 	case "notifications/cancelled":
-		if !req.IsCall() && h.cancel(sid, req.Params) {
+		if id, ok := cancelledID(req.Params); ok && !req.IsCall() && h.l.cancel(leanHTTPKey{sid, id}) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -119,29 +119,6 @@ func (h *leanHTTP) initialized(sid string) bool {
 	return false
 }
 
-// cancel cancels the lean call that a notifications/cancelled of
-// session sid names, and reports whether there was one.
-func (h *leanHTTP) cancel(sid string, params json.RawMessage) bool {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil {
-		return false
-	}
-	h.l.mu.Lock()
-	cancel := h.l.inflight[leanHTTPKey{sid, id.Raw()}]
-	h.l.mu.Unlock()
-	if cancel == nil {
-		return false
-	}
-	cancel(errAgentCancelled)
-	return true
-}
-
 // call answers a tools/call of the mcp tool, and reports false, having
 // written nothing, when the SDK's handler should answer it instead.
 func (h *leanHTTP) call(w http.ResponseWriter, r *http.Request, sid string, req *jsonrpc.Request) bool {
@@ -173,14 +150,7 @@ func (h *leanHTTP) call(w http.ResponseWriter, r *http.Request, sid string, req 
 		return false
 	}
 	// The agent going away cancels the call, as it does the SDK's.
-	stop := context.AfterFunc(r.Context(), func() {
-		h.l.mu.Lock()
-		cancel := h.l.inflight[key]
-		h.l.mu.Unlock()
-		if cancel != nil {
-			cancel(errAgentCancelled)
-		}
-	})
+	stop := context.AfterFunc(r.Context(), func() { h.l.cancel(key) })
 	defer stop()
 	work(turn.NoYield)
 	<-done

@@ -128,7 +128,13 @@ func (e *Engine) handleGateway(ctx context.Context, req *mcp.CallToolRequest) (*
 // gatewayRun decodes the mcp tool's input raw and runs it through the
 // pipeline, for a caller that waits.
 func (e *Engine) gatewayRun(ctx context.Context, raw json.RawMessage) GatewayResult {
-	r, ok := e.gatewayAwait(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
+	return e.gatewayResult(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
+}
+
+// gatewayResult is gatewayAwait for a caller that takes a panic as an
+// error result.
+func (e *Engine) gatewayResult(ctx context.Context, work func(ctx context.Context, then func(yield func(), r GatewayResult))) GatewayResult {
+	r, ok := e.gatewayAwait(ctx, work)
 	if !ok {
 		return gwError("internal error")
 	}

@@ -93,6 +93,10 @@ type writer struct {
 	log  *audit.Log
 	ch   chan audit.Record
 	done chan struct{}
+	// queued counts the records handed to ch and not yet written: while
+	// there are any, a caller that would append itself queues behind
+	// them instead, so that the log keeps the order records came in.
+	queued atomic.Int64
 }
 
 // Push hands r to the log's writer, with the queue's workspace, session
@@ -106,8 +110,9 @@ func (q *Queue) Push(r audit.Record) {
 // with one write, rather than waking the writer, which on a small
 // machine costs more than the append (RATIONALE.md), and calls
 // wait before it would wait for the log (audit.WithBeforeWait): the
-// [Backlog]'s records take this way. Records still queued may then be
-// written after rs; each record keeps the time it was made.
+// [Backlog]'s records take this way. While records handed to the writer
+// before rs are not written yet, rs go to the writer too, behind them:
+// the log keeps the order records come in.
 func (q *Queue) PushAll(rs []audit.Record, wait func()) {
 	if wait != nil && q.w.Load() == nil {
 		wait() // opening the log takes its lock, which may be held
@@ -123,9 +128,10 @@ func (q *Queue) PushAll(rs []audit.Record, wait func()) {
 		if openErr != nil {
 			q.failed(int64(len(rs)), openErr, false)
 		}
-	case wait != nil:
+	case wait != nil && w.queued.Load() == 0:
 		q.append(audit.WithBeforeWait(context.Background(), wait), w, rs)
 	default:
+		w.queued.Add(int64(len(rs)))
 		for _, r := range rs {
 			w.ch <- r
 		}
@@ -212,6 +218,7 @@ func (q *Queue) run(w *writer) {
 			}
 		}
 		q.append(context.Background(), w, batch)
+		w.queued.Add(-int64(len(batch)))
 		clear(batch) // let go of the records' strings and details
 	}
 }

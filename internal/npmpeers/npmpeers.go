@@ -5,8 +5,9 @@
 // Node 22 binary from the npm package "node". It is a test-only helper
 // package: library and CLI code never import it.
 //
-// .ci/run installs them with `npm ci` into .cache/npm at the repository
-// root and exports
+// The command internal/npmpeers/install (the first half of the README's
+// test command) installs them with `npm ci` into .cache/npm at the
+// repository root; .ci/run runs it with
 //
 //	VOLTMCP_NPM_DIR=<that directory>/node_modules
 //	VOLTMCP_REQUIRE_PEERS=1
@@ -46,7 +47,7 @@ const (
 )
 
 // installHint says how to get the programs.
-const installHint = "install them at the repository root with: mkdir -p .cache/npm && cp internal/npmpeers/package*.json .cache/npm/ && (cd .cache/npm && npm ci), or run .ci/run"
+const installHint = "install them with: go run ./internal/npmpeers/install (needs npm), or run .ci/run"
 
 // missing skips the test, or fails it when peers are required.
 func missing(t testing.TB, format string, args ...any) {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestLoadRefusesNonRegularLayers plants a FIFO (with no writer, which a
@@ -64,7 +66,7 @@ func TestLoadRefusesNonRegularLayers(t *testing.T) {
 	var o out
 	select {
 	case o = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("Load blocked on a FIFO or /dev/stdin")
 	}
 	if o.err != nil {

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the engine's logger.
@@ -154,7 +154,7 @@ func TestCanarySweep(t *testing.T) {
 	e := start(t, opts)
 	events, cancel := e.Subscribe(4096)
 	defer cancel()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"local", "remote"} {
 		err := e.Connect(ctx, id)
 		if err != nil {

@@ -7,9 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestErrorsNameTheCause ends exchanges with servers in every way a
@@ -35,7 +35,7 @@ func TestErrorsNameTheCause(t *testing.T) {
 		"drophttp":  {"url": dropHTTP, "transport": "streamable-http"},
 		"initcrash": {"command": "/bin/sh", "args": []string{"-c", "echo 'cannot start: no config' >&2; exit 7"}},
 	}, nil))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	for _, c := range []struct {
 		server, tool string // tool "" connects instead of calling
 		want         []string

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
@@ -18,7 +20,7 @@ func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
 		"plain": stdio("behave", nil),
 	}, map[string]any{"directTools": true})
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"m", "plain"} {
 		if err := e.Connect(ctx, id); err != nil {
 			t.Fatal(err)
@@ -65,7 +67,7 @@ func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
 	if r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "m", Tool: "mutate"}); r.IsError {
 		t.Fatalf("mutate: %s", r.Text)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for names()["mcp__m__echo"] {
 		if time.Now().After(deadline) {
 			t.Fatal("the changed direct tool was not withdrawn")
@@ -74,14 +76,14 @@ func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
 	}
 	select {
 	case <-changed:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Error("no notifications/tools/list_changed reached the client")
 	}
 }
 
 func TestDirectToolsOffByDefault(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{"m": stdio("behave", server{"directTools": true})}, nil))
-	if err := e.Connect(ctxT(t, 10*time.Second), "m"); err != nil {
+	if err := e.Connect(testwait.Context(t), "m"); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.directTools(); len(d) != 0 {
@@ -98,7 +100,7 @@ func TestListChangedDuringRefreshIsNotLost(t *testing.T) {
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "m"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestListChangedDuringRefreshIsNotLost(t *testing.T) {
 	// server's notification can.
 	s.refreshAsync("first")
 	s.refreshAsync("tools/list_changed")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for {
 		s.mu.Lock()
 		busy := s.refreshing

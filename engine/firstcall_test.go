@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestConcurrentFirstCallsWaitForDiscovery makes 200 calls at once to
@@ -29,7 +30,7 @@ func TestConcurrentFirstCallsWaitForDiscovery(t *testing.T) {
 				cfg[fmt.Sprintf("s%d", i)] = stdio(mcptest.ModeBehave, nil, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=1000")
 			}
 			e := start(t, workspace(t, cfg, nil))
-			ctx := ctxT(t, 120*time.Second)
+			ctx := testwait.Context(t)
 			run := func(id string) (string, bool) {
 				r := e.Gateway(ctx, GatewayInput{Action: "call", Server: id, Tool: "echo", Arguments: map[string]any{"text": "hi " + id}})
 				return r.Text, !r.IsError
@@ -121,7 +122,7 @@ func TestConcurrentReadsWaitForDiscovery(t *testing.T) {
 	// timeouts are generous for a loaded machine.
 	slow := server{"discoveryTimeoutMs": 120000, "connectTimeoutMs": 60000}
 	e := start(t, workspace(t, map[string]server{"s": stdio(mcptest.ModeBehave, slow, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=400")}, nil))
-	ctx := ctxT(t, 120*time.Second)
+	ctx := testwait.Context(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed := map[string]int{}

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // wireGatewaySchema is the mcp tool's input schema as agents have been
@@ -191,7 +192,7 @@ func TestGatewayDecodersFollowTheFields(t *testing.T) {
 // Gateway and the serving path: none is unknown to the dispatcher.
 func TestGatewayDispatchesEveryAction(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{}, nil))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	for _, name := range gatewayActions() {
 		r := e.Gateway(ctx, GatewayInput{Action: " " + name + " "})
 		if strings.Contains(r.Text, "unknown action") || strings.Contains(r.Text, "missing action") {

@@ -8,9 +8,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func TestGatewayDefinitionIsConstantAndSmall(t *testing.T) {
@@ -37,12 +38,12 @@ func TestGatewayDefinitionIsConstantAndSmall(t *testing.T) {
 
 func gw(t *testing.T, e *Engine, in GatewayInput) GatewayResult {
 	t.Helper()
-	return e.Gateway(ctxT(t, 20*time.Second), in)
+	return e.Gateway(testwait.Context(t), in)
 }
 
 func TestGatewayBadInputs(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{"github": stdio("behave", nil)}, nil))
-	if err := e.Connect(ctxT(t, 10*time.Second), "github"); err != nil {
+	if err := e.Connect(testwait.Context(t), "github"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -134,7 +135,7 @@ func TestGatewaySearchDescribeCallAndSidecar(t *testing.T) {
 	// layer trusts the server's hints.
 	userServers(t, opts, map[string]server{"tools": stdio("behave", server{"trustToolHints": true})})
 	e := start(t, opts)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"tools", "hidden"} {
 		if err := e.Connect(ctx, id); err != nil {
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func TestGatewaySearchDescribeCallAndSidecar(t *testing.T) {
 func TestGatewaySearchNeverStartsAServer(t *testing.T) {
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
-	if err := e.Refresh(ctxT(t, 10*time.Second), "s"); err != nil {
+	if err := e.Refresh(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
@@ -215,7 +216,7 @@ func TestGatewaySearchNeverStartsAServer(t *testing.T) {
 
 func TestServeStdioAndHTTP(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 
 	// stdio, through pipes, with the SDK's client.
 	cr, sw := io.Pipe()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -81,7 +82,7 @@ hide contains "add is not for agents" if input.tool.name == "add"
 	opts := workspace(t, map[string]server{"tools": stdio("behave", nil)}, nil)
 	opts.PolicyDirs = []string{dir}
 	e := start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "tools"); err != nil {
+	if err := e.Connect(testwait.Context(t), "tools"); err != nil {
 		t.Fatal(err)
 	}
 	r := gw(t, e, GatewayInput{Action: "call", Server: "tools", Tool: "echo", Arguments: map[string]any{"text": "hi"}})
@@ -126,7 +127,7 @@ func TestBrokenPolicyFailsClosed(t *testing.T) {
 	// With trust decided elsewhere, every call is refused, naming the file.
 	opts.Trust = func(cue.TrustInput) cue.TrustDecision { return cue.TrustDecision{Trusted: true, Reason: "test"} }
 	e = start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "tools"); err != nil {
+	if err := e.Connect(testwait.Context(t), "tools"); err != nil {
 		t.Fatal(err)
 	}
 	r := gw(t, e, GatewayInput{Action: "call", Server: "tools", Tool: "echo", Arguments: map[string]any{"text": "hi"}})
@@ -222,7 +223,7 @@ func TestMismatchedPluginRatesUnknown(t *testing.T) {
 	e := start(t, opts)
 	events, cancel := e.Subscribe(256)
 	defer cancel()
-	if err := e.Connect(ctxT(t, 10*time.Second), "tools"); err != nil {
+	if err := e.Connect(testwait.Context(t), "tools"); err != nil {
 		t.Fatal(err)
 	}
 	d := gw(t, e, GatewayInput{Action: "describe", Server: "tools", Tool: "echo"})
@@ -233,10 +234,10 @@ func TestMismatchedPluginRatesUnknown(t *testing.T) {
 	// The engine refuses the module as it loads the config, in the
 	// background from New, perhaps before the subscription: a reload
 	// loads it again while the subscription listens.
-	if err := e.Reload(ctxT(t, 10*time.Second)); err != nil {
+	if err := e.Reload(testwait.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(testwait.Patience)
 	for {
 		select {
 		case ev := <-events:

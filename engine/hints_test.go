@@ -18,6 +18,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // userServers writes servers to the user layer of the workspace of opts
@@ -84,7 +85,7 @@ func TestToolHintsDoNotLowerRisk(t *testing.T) {
 	userServers(t, opts, map[string]server{"plain": srv, "trusted": trusted})
 	opts.PolicyDirs = []string{writePolicy(t, "team.rego", denyDestructive)}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"plain", "trusted", "project"} {
 		if err := e.Connect(ctx, id); err != nil {
 			t.Fatal(err)
@@ -161,7 +162,7 @@ func TestHintDowngradeIsHeld(t *testing.T) {
 
 			write(map[string]string{"records": `{"readOnlyHint":true}`})
 			e = start(t, opts)
-			ctx := ctxT(t, 30*time.Second)
+			ctx := testwait.Context(t)
 			if err := e.Refresh(ctx, "db"); err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +218,7 @@ func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
 					const calls = 16
 					results := make(chan GatewayResult, calls)
 					for range calls {
-						go func() { results <- e.Gateway(ctxT(t, 60*time.Second), in) }()
+						go func() { results <- e.Gateway(testwait.Context(t), in) }()
 					}
 					// Each is held, or each is answered: none fails
 					// another way.
@@ -236,7 +237,7 @@ func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
 				}
 				hs := httptest.NewServer(e.HTTPHandler(testToken))
 				defer hs.Close()
-				ctx := ctxT(t, 30*time.Second)
+				ctx := testwait.Context(t)
 				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
 					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: bearerClient(testToken)}, nil)
 				if err != nil {
@@ -286,7 +287,7 @@ func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
 func TestCallNotSentOnAnOlderListing(t *testing.T) {
 	srv, _ := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
 	e := start(t, workspace(t, map[string]server{"db": srv}, nil))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "db"); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // hostile starts an engine with a hostile server "bad" in mode and a
@@ -32,7 +33,7 @@ func hostile(t *testing.T, mode string, limits map[string]any, extra server) *En
 // through the gateway.
 func goodStillServes(t *testing.T, e *Engine) {
 	t.Helper()
-	r := e.Gateway(ctxT(t, 20*time.Second), GatewayInput{Action: "call", Server: "good", Tool: "echo", Arguments: map[string]any{"text": "still here"}})
+	r := e.Gateway(testwait.Context(t), GatewayInput{Action: "call", Server: "good", Tool: "echo", Arguments: map[string]any{"text": "still here"}})
 	if r.IsError || !strings.Contains(r.Text, "still here") {
 		t.Fatalf("the behaving server does not answer: %s", r.Text)
 	}
@@ -136,7 +137,7 @@ func TestHostileHugeMetadata(t *testing.T) {
 	e := hostile(t, mcptest.ModeHugeMetadata, map[string]any{"maxDescriptionChars": 500}, nil)
 	events, stop := e.Subscribe(256)
 	defer stop()
-	if err := e.Connect(ctxT(t, 30*time.Second), "bad"); err != nil {
+	if err := e.Connect(testwait.Context(t), "bad"); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := e.Metadata("bad")
@@ -170,7 +171,7 @@ func TestHostileHugeMetadata(t *testing.T) {
 		t.Errorf("cleaned %+v", sum.Cleaned)
 	}
 	// The status action says so too, and an event did.
-	st := e.Gateway(ctxT(t, 10*time.Second), GatewayInput{Action: "status"})
+	st := e.Gateway(testwait.Context(t), GatewayInput{Action: "status"})
 	if !strings.Contains(st.Text, `"metadata":[{"server":"bad"`) || !strings.Contains(st.Text, "invalid name") {
 		t.Errorf("status: %s", st.Text)
 	}
@@ -188,7 +189,7 @@ func TestHostileHugeMetadata(t *testing.T) {
 
 func TestHostileText(t *testing.T) {
 	e := hostile(t, mcptest.ModeHostileText, nil, nil)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestRugPull(t *testing.T) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			e := hostile(t, c.mode, nil, nil)
-			ctx := ctxT(t, 30*time.Second)
+			ctx := testwait.Context(t)
 			events, stop := e.Subscribe(256)
 			defer stop()
 			if err := e.Connect(ctx, "bad"); err != nil {
@@ -396,7 +397,7 @@ func TestHostileManyTools(t *testing.T) {
 		t.Skip("lists 100,000 tools")
 	}
 	e := hostile(t, mcptest.ModeManyTools, map[string]any{"maxTools": 64}, server{"discoveryTimeoutMs": 120000})
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	start := time.Now()
 	if err := e.Connect(ctx, "bad"); err != nil {
 		t.Fatal(err)
@@ -425,7 +426,7 @@ func TestHostileSchemaBomb(t *testing.T) {
 	// that reason, and nothing of the server is half-listed.
 	// A few MB of schema to decode: give a loaded machine time.
 	e := hostile(t, mcptest.ModeSchemaBomb, nil, server{"discoveryTimeoutMs": 50000, "connectTimeoutMs": 50000})
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	err := e.Connect(ctx, "bad")
 	if err == nil || !strings.Contains(err.Error(), "list tools") || !strings.Contains(err.Error(), "nests deeper than 10000 levels") {
 		t.Fatalf("connect: %v", err)
@@ -489,7 +490,7 @@ func TestHostileFloods(t *testing.T) {
 	} {
 		t.Run(c.mode+"/"+c.tool, func(t *testing.T) {
 			e := hostile(t, c.mode, map[string]any{"maxMessageBytes": 4 << 20}, nil)
-			ctx := ctxT(t, 60*time.Second)
+			ctx := testwait.Context(t)
 			r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "bad", Tool: c.tool, Arguments: c.args})
 			if r.IsError != c.fails || !strings.Contains(r.Text, c.want) || len(r.Text) > 64<<10 {
 				t.Errorf("error %v, %d bytes: %s", r.IsError, len(r.Text), clip(r.Text, 300))
@@ -501,7 +502,7 @@ func TestHostileFloods(t *testing.T) {
 
 func TestHostileHugeResource(t *testing.T) {
 	e := hostile(t, mcptest.ModeHugeResource, nil, nil)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +524,7 @@ func TestHostileEndlessLine(t *testing.T) {
 	// 100 MiB without a newline: the read stops at maxMessageBytes (1 MiB
 	// here) and the connection fails saying why.
 	e := hostile(t, mcptest.ModeEndlessLine, map[string]any{"maxMessageBytes": 1 << 20}, nil)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err == nil {
 		t.Fatal("connected to a server that never ends its line")
 	}

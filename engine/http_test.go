@@ -3,10 +3,10 @@ package engine
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func TestHTTPTransports(t *testing.T) {
@@ -19,7 +19,7 @@ func TestHTTPTransports(t *testing.T) {
 		"fallback":   {"url": sseOnly},
 	}, nil)
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for id, want := range map[string]string{
 		"streamable": cue.TransportStreamableHTTP, "sse": cue.TransportSSE,
 		"auto": cue.TransportStreamableHTTP, "fallback": cue.TransportSSE,
@@ -61,7 +61,7 @@ func TestHTTPHeadersFromEnvironment(t *testing.T) {
 		return host(k)
 	}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"hdr", "bearer", "envauth"} {
 		if err := e.Connect(ctx, id); err != nil {
 			t.Errorf("%s: %v", id, err)
@@ -100,7 +100,7 @@ func TestHTTPCallTimeoutAndSecretInURL(t *testing.T) {
 		return host(k)
 	}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if _, err := e.CallTool(ctx, "h", "hang", map[string]any{}); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("hang over HTTP: %v", err)
 	}

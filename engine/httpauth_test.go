@@ -6,9 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // testToken is the bearer token of the tests' HTTP handlers.
@@ -126,7 +127,7 @@ func TestHTTPHandlerServesOnlyTheTokenHolder(t *testing.T) {
 	}
 
 	// The SDK's client with the token holds a session and calls a tool.
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	if cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil); err == nil {
 		cs.Close()

@@ -3,9 +3,9 @@ package engine
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestHostileHTTPFloodResult has an HTTP server answer a call with 50 MiB
@@ -24,7 +24,7 @@ func TestHostileHTTPFloodResult(t *testing.T) {
 				"good": stdio(mcptest.ModeBehave, nil),
 			}, map[string]any{"limits": map[string]any{"maxMessageBytes": 4 << 20}})
 			e := start(t, opts)
-			ctx := ctxT(t, 60*time.Second)
+			ctx := testwait.Context(t)
 			r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "bad", Tool: mcptest.ToolFloodResult})
 			if !r.IsError || !strings.Contains(r.Text, "maxMessageBytes") || len(r.Text) > 64<<10 {
 				t.Errorf("error %v, %d bytes: %s", r.IsError, len(r.Text), clip(r.Text, 300))

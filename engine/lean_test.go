@@ -23,6 +23,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/auditq"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // wirePeer is an agent that speaks raw JSON-RPC lines to serveStdio, to
@@ -87,7 +88,7 @@ func (p *wirePeer) send(msg map[string]any) {
 // the test if another response comes first.
 func (p *wirePeer) reply(id any) map[string]any {
 	p.t.Helper()
-	timeout := time.After(15 * time.Second)
+	timeout := time.After(testwait.Patience)
 	for {
 		select {
 		case m, ok := <-p.got:
@@ -209,6 +210,7 @@ func TestLeanServeWire(t *testing.T) {
 	select {
 	case m := <-p.got:
 		t.Errorf("after the cancel: %v", m)
+		// testwait: a negative wait, nothing may come after the cancel
 	case <-time.After(500 * time.Millisecond):
 	}
 
@@ -223,7 +225,7 @@ func TestLeanServeWire(t *testing.T) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			t.Errorf("serve ended: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("serve did not end after EOF")
 	}
 
@@ -260,7 +262,7 @@ func TestLeanHTTPMatchesSDK(t *testing.T) {
 // stdio or on HTTP, and through the SDK's server, and compares them.
 func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	lean := newLeanServe(ctx, e)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	var leanT mcp.Transport
@@ -334,7 +336,7 @@ func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
 // progress and cancellation behave as through the SDK.
 func TestLeanUpstreamCall(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -379,6 +381,7 @@ func TestLeanUpstreamCall(t *testing.T) {
 	}
 	var updates, late int
 	cancelledAt := time.Now()
+	// testwait: a negative wait, the window in which late updates are counted
 	deadline := time.After(800 * time.Millisecond)
 collect:
 	for {
@@ -407,7 +410,7 @@ collect:
 // the only one to see it.
 func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	s, err := e.supervisor("s")
 	if err != nil {
 		t.Fatal(err)
@@ -493,7 +496,7 @@ func TestLeanServePanicIsAnInternalError(t *testing.T) {
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e := start(t, opts)
 	// Connected first: the panic comes in the call, not in discovery.
-	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
+	if err := e.Connect(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
 	}
 	lean, p := initializedWirePeer(t, e)
@@ -538,7 +541,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	}
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
-	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
+	if err := e.Connect(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
 	}
 	path := audit.DefaultPath(filepath.Join(opts.Home, ".volt", "agent"))
@@ -552,7 +555,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	}
 	waitRecords := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := testwait.Deadline(t)
 		for {
 			recs, _, err := audit.Read(path, audit.Query{Kind: audit.KindCall, Tool: "echo"})
 			if err == nil && len(recs) == n {
@@ -581,7 +584,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	// The backlog's timer takes the first call's record and waits for
 	// the lock.
 	call(3, "first")
-	for deadline := time.Now().Add(15 * time.Second); !e.backlog.Writing(); time.Sleep(time.Millisecond) {
+	for deadline := testwait.Deadline(t); !e.backlog.Writing(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the backlog's timer did not start writing")
 		}
@@ -618,7 +621,7 @@ func TestEveryCodecAnswersAPanicTheSameWay(t *testing.T) {
 		return ToolDecision{Exposed: true, Allowed: true}
 	}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestLeanHTTPUpstreamMatchesSDK makes the same calls to a Streamable
@@ -30,7 +31,7 @@ func TestLeanHTTPUpstreamMatchesSDK(t *testing.T) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	sdk := start(t, viaSDK)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	inputs := []GatewayInput{
 		{Action: "call", Server: "h", Tool: "echo", Arguments: map[string]any{"text": "same"}},
 		{Action: "call", Server: "h", Tool: "add", ArgumentsJSON: `{"a": 2, "b": 3}`},
@@ -86,7 +87,7 @@ func normalizeCall(r GatewayResult) GatewayResult {
 // cancelled call gets no answer, and its cancellation a 202.
 func TestLeanHTTPWire(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	lean := newLeanServe(ctx, e)
 	hs := httptest.NewServer(e.httpHandler(testToken, lean))
 	defer hs.Close()
@@ -157,7 +158,7 @@ func TestLeanHTTPWire(t *testing.T) {
 		if body != "" {
 			t.Errorf("the cancelled call was answered: %q", body)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("the cancelled call's stream did not end")
 	}
 	if n := lean.answered.Load(); n != 1 {

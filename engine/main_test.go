@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -133,16 +134,10 @@ func start(t testing.TB, opts Options) *Engine {
 	return e
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // waitStatus waits until a server reaches the status.
 func waitStatus(t *testing.T, e *Engine, id string, want Status) ServerSummary {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for {
 		s, err := e.Server(id)
 		if err != nil {
@@ -178,7 +173,7 @@ func alive(pid int) bool {
 // readPID waits for a pid file and reads it.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for {
 		b, err := os.ReadFile(path)
 		if err == nil && len(strings.TrimSpace(string(b))) > 0 {
@@ -198,7 +193,7 @@ func readPID(t *testing.T, path string) int {
 // waitGone waits for processes to disappear.
 func waitGone(t *testing.T, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := testwait.Deadline(t)
 	for _, pid := range pids {
 		for alive(pid) {
 			if time.Now().After(deadline) {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestOAuthRefreshSharedAcrossGateways runs two gateways on one agent dir
@@ -21,7 +23,7 @@ func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
 	opts := oauthWorkspace(t, f.mcpURL, &log)
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	e := start(t, opts)
 	if err := e.Connect(ctx, "o"); err != nil {
 		t.Fatal(err)

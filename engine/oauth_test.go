@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // oauthFixture is an OAuth authorization server and an MCP server that
@@ -298,7 +299,7 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)
 	defer stop()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 
 	res, err := e.CallTool(ctx, "o", "echo", map[string]any{"text": "hi"})
 	if err != nil {
@@ -381,7 +382,7 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "o"); err != nil {
 		t.Fatal(err)
 	}
@@ -435,13 +436,14 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)
 	defer stop()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	began := time.Now()
 	err := e.Connect(ctx, "o")
 	if err == nil || !strings.Contains(err.Error(), "authorization required") {
 		t.Fatalf("connect: %v", err)
 	}
-	if d := time.Since(began); d > 5*time.Second {
+	// The fixture waits an hour: far beyond this bound under any load.
+	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("took %s", d)
 	}
 	s, _ := e.Server("o")
@@ -476,7 +478,7 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "o"); err != nil {
 		t.Fatal(err)
 	}
@@ -518,6 +520,7 @@ func TestOAuthTimeouts(t *testing.T) {
 		}
 		// A user slower than connectTimeoutMs, within authTimeoutMs.
 		select {
+		// testwait: the slow user under test, beyond connectTimeoutMs
 		case <-time.After(600 * time.Millisecond):
 		case <-ctx.Done():
 			return "", ctx.Err()
@@ -525,7 +528,7 @@ func TestOAuthTimeouts(t *testing.T) {
 		return slow(ctx, server, authURL)
 	}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "o"); err != nil {
 		t.Fatalf("an authorization longer than connectTimeoutMs: %v", err)
 	}
@@ -541,7 +544,9 @@ func TestOAuthTimeouts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "authTimeoutMs") {
 		t.Errorf("an authorization that never ends: %v", err)
 	}
-	if d := time.Since(began); d > 5*time.Second {
+	// The user never comes back: without authTimeoutMs the connect
+	// would end only with the test's patience.
+	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("gave up after %s, want about 1 s", d)
 	}
 	if s, _ := e2.Server("o"); s.Status != StatusNeedsAuth || !strings.Contains(s.LastError, "authorization failed") {
@@ -574,7 +579,7 @@ func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
 		return authorize(ctx, server, authURL)
 	}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "o"); err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +613,7 @@ func TestOAuthRefusedAuthorizationIsAClearError(t *testing.T) {
 		return "http://127.0.0.1:1/callback?error=access_denied&error_description=the+user+said+no", nil
 	}
 	e := start(t, opts)
-	err := e.Connect(ctxT(t, 20*time.Second), "o")
+	err := e.Connect(testwait.Context(t), "o")
 	if err == nil || !strings.Contains(err.Error(), "access_denied") {
 		t.Fatalf("err = %v", err)
 	}

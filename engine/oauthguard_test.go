@@ -12,7 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // oauthCanary is a secret a hostile authorization server puts in its
@@ -152,7 +153,7 @@ func connectHostileEnv(t *testing.T, h *hostileAuth, authCfg map[string]any, env
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)
 	defer stop()
-	err := e.Connect(ctxT(t, 30*time.Second), "o")
+	err := e.Connect(testwait.Context(t), "o")
 	s, _ := e.Server("o")
 	evs, _ := json.Marshal(drain(events))
 	shown := fmt.Sprint(err) + "\n" + s.LastError + "\n" + string(evs) + "\n" + log.String()

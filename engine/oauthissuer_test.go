@@ -18,6 +18,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // clientSecretCanary is the configured client secret of the tests here:
@@ -199,7 +200,7 @@ func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bound"); err != nil {
 		t.Fatalf("with auth.issuer: %v", err)
 	}
@@ -300,7 +301,7 @@ func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := start(t, opts)
-			if err := e.Connect(ctxT(t, 30*time.Second), "o"); err != nil {
+			if err := e.Connect(testwait.Context(t), "o"); err != nil {
 				t.Fatal(err)
 			}
 			if l := evil.leaks(); len(l) > 0 {

@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestEnabledFalseTurnsTheGatewayOff checks settings.enabled: false: the
@@ -22,7 +23,7 @@ func TestEnabledFalseTurnsTheGatewayOff(t *testing.T) {
 	if !strings.Contains(off, "settings.enabled: false in "+file+" (the project layer, line ") || !strings.Contains(off, "set it to true") {
 		t.Fatalf("TurnedOff = %q", off)
 	}
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for _, in := range []GatewayInput{
 		{Action: "search", Query: "echo"},
 		{Action: "call", Server: "up", Tool: "echo", ArgumentsJSON: `{"text":"x"}`},

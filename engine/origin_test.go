@@ -11,9 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // canaryToken is the secret in the configured Authorization header of the
@@ -107,7 +108,7 @@ func TestSSEEndpointOfAnotherOriginIsRefused(t *testing.T) {
 			"headers": map[string]string{"Authorization": "Bearer ${env:CANARY}"}}
 	}
 	e := start(t, canaryOptions(t, servers))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	for name := range endpoints {
 		err := e.Connect(ctx, name)
 		if err == nil {
@@ -146,7 +147,7 @@ func TestRedirectToAnotherOriginCarriesNoHeader(t *testing.T) {
 		"streamable": {"url": u + "/mcp", "transport": "streamable-http", "headers": map[string]string{"Authorization": "Bearer ${env:CANARY}"}},
 		"sse":        {"url": u + "/sse", "transport": "sse", "auth": map[string]any{"type": "env", "variable": "CANARY"}},
 	}))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"streamable", "sse"} {
 		err := e.Connect(ctx, id)
 		if err == nil || !strings.Contains(err.Error(), "another origin") {
@@ -188,7 +189,7 @@ func TestSSELaterEndpointEventIsIgnored(t *testing.T) {
 	e := start(t, canaryOptions(t, map[string]server{
 		"s": {"url": u + "/sse", "transport": "sse", "headers": map[string]string{"Authorization": "Bearer ${env:CANARY}"}},
 	}))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	for i := range 3 {
 		res, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": fmt.Sprint(i)})
 		if err != nil {

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/internal/npmpeers"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // peerTimeouts are generous: node takes about half a second to start, more
@@ -58,7 +58,7 @@ func httpServer(url, transport string) server {
 // then checks that no child process is left.
 func startWithPeers(t *testing.T, opts Options, peers ...*npmpeers.Server) *Engine {
 	t.Helper()
-	e, err := New(ctxT(t, 10*time.Second), &opts)
+	e, err := New(testwait.Context(t), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func toolNames(m *Metadata) []string {
 // whatever its capabilities, and an echo round trip.
 func checkEverything(t *testing.T, e *Engine, id, transport string) {
 	t.Helper()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, id); err != nil {
 		t.Fatalf("connect %s: %v", id, err)
 	}
@@ -197,7 +197,7 @@ func TestPeerEverythingEnvCanary(t *testing.T) {
 		return host(k)
 	}
 	e := start(t, opts)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	envOf := func(id string) string {
 		t.Helper()
 		res, err := e.CallTool(ctx, id, "get-env", map[string]any{})
@@ -236,11 +236,11 @@ func TestPeerEverythingStreamableHTTP(t *testing.T) {
 	checkEverything(t, e, "http", cue.TransportStreamableHTTP)
 	// Auto-detection keeps Streamable HTTP where it works.
 	checkEverything(t, e, "auto", cue.TransportStreamableHTTP)
-	if err := e.Disconnect(ctxT(t, 10*time.Second), "http"); err != nil {
+	if err := e.Disconnect(testwait.Context(t), "http"); err != nil {
 		t.Fatal(err)
 	}
 	// The server is still up for a new session.
-	if _, err := e.CallTool(ctxT(t, 30*time.Second), "http", "echo", map[string]any{"message": "again"}); err != nil {
+	if _, err := e.CallTool(testwait.Context(t), "http", "echo", map[string]any{"message": "again"}); err != nil {
 		t.Errorf("reconnect after disconnect: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func TestPeerHTTPServerGoneIsAnError(t *testing.T) {
 	peer := npmpeers.StartEverything(t, "streamableHttp")
 	opts := workspace(t, map[string]server{"http": httpServer(peer.URL("/mcp"), cue.TransportStreamableHTTP)}, nil)
 	e := startWithPeers(t, opts, peer)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "http"); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestPeerFilesystemStdio(t *testing.T) {
 	}
 	opts := workspace(t, map[string]server{"fs": nodeServer(t, npmpeers.FilesystemEntry, root)}, nil)
 	e := start(t, opts)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "fs"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func TestPinsFailClosed(t *testing.T) {
@@ -21,7 +22,7 @@ func TestPinsFailClosed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pins"), []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Connect(ctxT(t, 20*time.Second), "bad"); err != nil {
+	if err := e.Connect(testwait.Context(t), "bad"); err != nil {
 		t.Fatal(err)
 	}
 	tool := toolNamed(t, e, "bad", mcptest.RugPullTool)
@@ -35,7 +36,7 @@ func TestPinsFailClosed(t *testing.T) {
 	if !strings.Contains(sum.PinError, "pin store") || !strings.Contains(strings.Join(sum.MetadataNotes, "\n"), "counts as changed") {
 		t.Errorf("summary: pin error %q, notes %q", sum.PinError, sum.MetadataNotes)
 	}
-	if _, err := e.Pins(ctxT(t, 5*time.Second), "bad"); err == nil {
+	if _, err := e.Pins(testwait.Context(t), "bad"); err == nil {
 		t.Error("Pins without a pin store worked")
 	}
 }
@@ -46,7 +47,7 @@ func TestApproveFromAnotherEngine(t *testing.T) {
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeRugPullDestructive)
 	opts := workspace(t, map[string]server{"bad": {"url": url}}, nil)
 	e := start(t, opts)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +68,10 @@ func TestApproveFromAnotherEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The serving engine looks at the pin file again within pinRecheck.
-	approvedAt := time.Now()
+	approvedAt, deadline := time.Now(), testwait.Deadline(t)
 	shown := toolNamed(t, e, "bad", mcptest.RugPullTool)
 	for st := e.pinState("bad", shown); st.State != PinPinned; st = e.pinState("bad", shown) {
-		if time.Since(approvedAt) > pinRecheck+time.Second {
+		if time.Now().After(deadline) {
 			t.Fatalf("%s after approval elsewhere: %+v", time.Since(approvedAt), st)
 		}
 		time.Sleep(50 * time.Millisecond)

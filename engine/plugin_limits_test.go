@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -65,7 +66,7 @@ func TestPluginTimeoutMs(t *testing.T) {
 	e := start(t, opts)
 	events, stop := e.Subscribe(16)
 	defer stop()
-	risk, why := e.guard.Load().risk(ctxT(t, time.Minute), "tools", Tool{Name: "delete_all_records", Hash: "h1"})
+	risk, why := e.guard.Load().risk(testwait.Context(t), "tools", Tool{Name: "delete_all_records", Hash: "h1"})
 	if risk != RiskUnknown || !strings.Contains(why, "deadline") {
 		t.Fatalf("a classifier past its timeoutMs: %s (%s); want unknown for the deadline fault", risk, why)
 	}
@@ -79,7 +80,7 @@ func TestPluginTimeoutMs(t *testing.T) {
 				t.Errorf("plugin fault %q; want a deadline past the module's timeout of 50ms", ev.Error)
 			}
 			return
-		case <-time.After(10 * time.Second):
+		case <-time.After(testwait.Patience):
 			t.Fatal("no plugin fault event")
 		}
 	}
@@ -100,7 +101,7 @@ func TestPluginMemoryPages(t *testing.T) {
 	} {
 		opts := withUserSettings(t, workspace(t, map[string]server{}, nil), classifierOnly(testPlugin(t, "grow.wasm", tt.extra)))
 		e := start(t, opts)
-		risk, why := e.guard.Load().risk(ctxT(t, time.Minute), "tools", Tool{Name: "update_record", Hash: "h1"})
+		risk, why := e.guard.Load().risk(testwait.Context(t), "tools", Tool{Name: "update_record", Hash: "h1"})
 		if risk != tt.risk || !strings.Contains(why, tt.inReason) {
 			t.Errorf("%v: %s (%s); want %s with %q", tt.extra, risk, why, tt.risk, tt.inReason)
 		}
@@ -146,7 +147,7 @@ func TestGuardPreparesInTheBackground(t *testing.T) {
 				if g.plugErr == nil || !strings.Contains(g.plugErr.Error(), "does not match its pin") {
 					t.Fatalf("plugErr %v; want the pin mismatch", g.plugErr)
 				}
-				if risk, why := g.risk(ctxT(t, time.Minute), "s", Tool{Name: "get_thing", Hash: "h"}); risk != RiskUnknown || !strings.Contains(why, "classifier unavailable") {
+				if risk, why := g.risk(testwait.Context(t), "s", Tool{Name: "get_thing", Hash: "h"}); risk != RiskUnknown || !strings.Contains(why, "classifier unavailable") {
 					t.Errorf("with a classifier refused: %s (%s); want unknown, classifier unavailable", risk, why)
 				}
 				return

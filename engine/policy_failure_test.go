@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -36,7 +37,7 @@ deny contains "never" if count([x | some x in numbers.range(1, 200000)]) < 0
 	opts.Policies = healthy
 	opts.Trust = func(cue.TrustInput) cue.TrustDecision { return cue.TrustDecision{Trusted: true, Reason: "test"} }
 	e := start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "tools"); err != nil {
+	if err := e.Connect(testwait.Context(t), "tools"); err != nil {
 		t.Fatal(err)
 	}
 	g := e.guard.Load()
@@ -86,7 +87,7 @@ func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
 	// With trust decided elsewhere, every call is refused, naming it.
 	opts.Trust = func(cue.TrustInput) cue.TrustDecision { return cue.TrustDecision{Trusted: true, Reason: "test"} }
 	e = start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "tools"); err != nil {
+	if err := e.Connect(testwait.Context(t), "tools"); err != nil {
 		t.Fatal(err)
 	}
 	r := gw(t, e, GatewayInput{Action: "call", Server: "tools", Tool: "echo", Arguments: map[string]any{"text": "hi"}})

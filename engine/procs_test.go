@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestSetsidGrandchildrenDieWithTheServer stops a wrapper server whose
@@ -20,13 +21,13 @@ func TestSetsidGrandchildrenDieWithTheServer(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "pid")
 			mode := mcptest.ModeSetsidGrandchild
 			e := start(t, workspace(t, map[string]server{"w": stdio(mode, nil, mcptest.EnvPIDFile+"="+pidfile)}, nil))
-			ctx := ctxT(t, 60*time.Second)
+			ctx := testwait.Context(t)
 			if err := e.Connect(ctx, "w"); err != nil {
 				t.Fatal(err)
 			}
-			held := mcptest.WaitPIDFile(t, pidfile, 10*time.Second)
-			orphan := mcptest.WaitPIDFile(t, pidfile+mcptest.OrphanSuffix, 10*time.Second)
-			parent := mcptest.WaitPIDFile(t, pidfile+mcptest.ParentSuffix, 10*time.Second)
+			held := mcptest.WaitPIDFile(t, pidfile)
+			orphan := mcptest.WaitPIDFile(t, pidfile+mcptest.OrphanSuffix)
+			parent := mcptest.WaitPIDFile(t, pidfile+mcptest.ParentSuffix)
 			for _, pid := range []int{held, orphan, parent} {
 				if !alive(pid) {
 					t.Fatalf("process %d is not running", pid)

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestGetPromptUserPreviewIsTheUsers: under prompts: "user-preview" an
@@ -36,7 +36,7 @@ func TestGetPromptUserPreviewIsTheUsers(t *testing.T) {
 			} else if !r.IsError || !strings.Contains(r.Text, "user-preview") {
 				t.Errorf("Gateway on %q: %+v, want the user-preview refusal", tt.surface, r)
 			}
-			if r := e.gatewayRun(ctxT(t, 20*time.Second), raw); !r.IsError || !strings.Contains(r.Text, "the model may not fetch them") {
+			if r := e.gatewayRun(testwait.Context(t), raw); !r.IsError || !strings.Contains(r.Text, "the model may not fetch them") {
 				t.Errorf("the mcp tool on %q: %+v, want the user-preview refusal", tt.surface, r)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // auditRecords reads the audit log of an engine's options, failing on
@@ -53,7 +54,7 @@ func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
 	// Without quarantine, "old" is seen first: it is approved by its
 	// first sight.
 	e := start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "old"); err != nil {
+	if err := e.Connect(testwait.Context(t), "old"); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
@@ -62,7 +63,7 @@ func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
 	// time now; "old" is not new.
 	opts.PolicyDirs = []string{writePolicy(t, "quarantine.rego", "package voltmcp.tools\n\nquarantine_new_servers if true\n")}
 	e = start(t, opts)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	for _, id := range []string{"old", "fresh"} {
 		if err := e.Connect(ctx, id); err != nil {
 			t.Fatal(err)
@@ -117,9 +118,9 @@ func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Close()
-	approvedAt := time.Now()
+	approvedAt, deadline := time.Now(), testwait.Deadline(t)
 	for r := call(e, "fresh"); r.IsError; r = call(e, "fresh") {
-		if time.Since(approvedAt) > pinRecheck+time.Second {
+		if time.Now().After(deadline) {
 			t.Fatalf("call %s after the server was approved: %s", time.Since(approvedAt), r.Text)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -164,7 +165,7 @@ func TestQuarantineByCondition(t *testing.T) {
 quarantine_new_servers if input.server.scope == "project"
 `)}
 	e := start(t, opts)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Approve(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestQuarantineFailsClosedOnFirstSight(t *testing.T) {
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	opts.PolicyDirs = []string{writePolicy(t, "quarantine.rego", "package voltmcp.tools\n\nquarantine_new_servers := \"yes\"\n")}
 	e := start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "s"); err != nil {
+	if err := e.Connect(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
 	}
 	if r := gw(t, e, GatewayInput{Action: "call", Server: "s", Tool: "echo", Arguments: map[string]any{"text": "x"}}); !r.IsError || !strings.Contains(r.Text, "quarantine_new_servers must be true or false") {
@@ -197,7 +198,7 @@ func TestQuarantineFailsClosedOnFirstSight(t *testing.T) {
 	e.Close()
 	opts.PolicyDirs = []string{writePolicy(t, "quarantine.rego", "package voltmcp.tools\n\nquarantine_new_servers if true\n")}
 	e = start(t, opts)
-	if err := e.Connect(ctxT(t, 10*time.Second), "s"); err != nil {
+	if err := e.Connect(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
 	}
 	if r := gw(t, e, GatewayInput{Action: "call", Server: "s", Tool: "echo", Arguments: map[string]any{"text": "x"}}); !r.IsError || !strings.Contains(r.Text, "held for approval") {
@@ -209,7 +210,7 @@ func TestPinChangesAndApprovalsAreAudited(t *testing.T) {
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeRugPullDestructive)
 	opts := workspace(t, map[string]server{"bad": {"url": url}}, nil)
 	e := start(t, opts)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestPinChangesAndApprovalsAreAudited(t *testing.T) {
 func TestSetEnabledIsAudited(t *testing.T) {
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.SetEnabled(ctx, "s", false); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestDecidePanicOnFirstSightHoldsTheServer(t *testing.T) {
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e := start(t, opts)
 	boom.Store(true)
-	if err := e.Connect(ctxT(t, 30*time.Second), "s"); err != nil {
+	if err := e.Connect(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
 	}
 	boom.Store(false)

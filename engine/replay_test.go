@@ -7,6 +7,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/policies"
 )
 
@@ -28,7 +29,7 @@ func TestReplaySeesTheLiveInput(t *testing.T) {
 	opts := workspace(t, map[string]server{"s": stdio(mcptest.ModeHostileText, nil)}, nil)
 	opts.PolicyDirs = []string{dir}
 	e := start(t, opts)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}

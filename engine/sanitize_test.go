@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/sanitize"
 )
 
@@ -39,7 +39,7 @@ func TestHostileWireTextIsCleaned(t *testing.T) {
 	e := start(t, opts)
 	events, cancel := e.Subscribe(4096)
 	defer cancel()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testwait.Context(t)
 	check := func(what, s string) {
 		t.Helper()
 		if r := dirtyRune(s); r >= 0 {

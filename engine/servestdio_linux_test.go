@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestServeStdioReadsThroughThePoller gives ServeStdio the ends of two
@@ -47,7 +49,7 @@ func TestServeStdioReadsThroughThePoller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.ServeStdio(ctx, inR, outW) }()
-	for deadline := time.Now().Add(5 * time.Second); !nonblocking(); time.Sleep(time.Millisecond) {
+	for deadline := testwait.Deadline(t); !nonblocking(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			cancel()
 			inW.Close() // lets a read blocked in the kernel end
@@ -59,7 +61,7 @@ func TestServeStdioReadsThroughThePoller(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		inW.Close()
 		<-done
 		t.Fatal("ServeStdio still read 10s after its context ended")

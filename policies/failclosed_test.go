@@ -306,6 +306,7 @@ func TestFailedDecisionIsNotMemoized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// testwait: the deadline under test, which must fail closed
 	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	if d := p.Tools(short, githubTool()); d.Allowed || d.Err == nil {

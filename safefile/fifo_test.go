@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/safefile"
 )
 
@@ -24,7 +25,7 @@ func mustNotBlock(t *testing.T, what string, f func()) {
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatalf("%s blocked", what)
 	}
 }

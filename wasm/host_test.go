@@ -199,6 +199,7 @@ func TestFaults(t *testing.T) {
 			m := load(t, h, tt.name, tt.bin)
 			before := len(fs.kinds())
 			for i := range 2 {
+				// testwait: the deadline under test (FaultDeadline)
 				cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				if tt.kind != wasm.FaultDeadline {
 					cctx, cancel = context.WithCancel(ctx)
@@ -227,6 +228,7 @@ func TestFaults(t *testing.T) {
 			chain := &wasm.Chain{Classifiers: []*wasm.Module{m}}
 			cctx, cancel := context.WithCancel(ctx)
 			if tt.kind == wasm.FaultDeadline {
+				// testwait: the deadline under test (FaultDeadline)
 				cctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 			}
 			defer cancel()

@@ -109,6 +109,7 @@ func TestLoadOptionsTimeout(t *testing.T) {
 		}
 	}
 	// The caller's deadline is not the module's timeout.
+	// testwait: the deadline under test, which must stop the slow module
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err = slow.Classify(ctx, wasm.ClassifyInput{Server: "s", Tool: "t"})

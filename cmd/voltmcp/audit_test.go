@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // auditFixture writes a log of six records into a fresh agent dir and
@@ -132,7 +133,7 @@ func (w *linesWriter) Write(p []byte) (int, error) {
 func TestAuditTailFollow(t *testing.T) {
 	t.Parallel()
 	dir, path := auditFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 	defer cancel()
 	w := &linesWriter{n: 4, cancel: cancel}
 	go func() {

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/internal/npmpeers"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestInspectorCLI drives `voltmcp serve` with the official MCP Inspector
@@ -51,7 +51,7 @@ func TestInspectorCLI(t *testing.T) {
 
 	run := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 		defer cancel()
 		full := append([]string{inspector, "--cli", bin, "serve"}, args...)
 		full = append(full, "--format", "json")

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestKill9OfServeLeavesNoDescendants kills `voltmcp serve` with SIGKILL,
@@ -52,7 +53,7 @@ func TestKill9OfServeLeavesNoDescendants(t *testing.T) {
 		for _, suffix := range []string{"", mcptest.OrphanSuffix, mcptest.ParentSuffix} {
 			_ = os.Remove(pidfile + suffix)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 		serve := cliCommand("serve", "--home", home, "--project", project, "--approve")
 		client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, nil)
 		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: serve}, nil)
@@ -61,9 +62,9 @@ func TestKill9OfServeLeavesNoDescendants(t *testing.T) {
 		}
 		callEcho(ctx, t, cs, "round "+strconv.Itoa(round))
 		procs := []int{
-			mcptest.WaitPIDFile(t, pidfile, 10*time.Second),
-			mcptest.WaitPIDFile(t, pidfile+mcptest.OrphanSuffix, 10*time.Second),
-			mcptest.WaitPIDFile(t, pidfile+mcptest.ParentSuffix, 10*time.Second),
+			mcptest.WaitPIDFile(t, pidfile),
+			mcptest.WaitPIDFile(t, pidfile+mcptest.OrphanSuffix),
+			mcptest.WaitPIDFile(t, pidfile+mcptest.ParentSuffix),
 		}
 		// Everything below serve by parent: the server, the held
 		// grandchild, serve's reaper; the orphan's parent is gone.
@@ -72,7 +73,7 @@ func TestKill9OfServeLeavesNoDescendants(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cs.Close()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := testwait.Deadline(t)
 		for _, pid := range procs {
 			for mcptest.Alive(pid) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // The helper process of TestServeSocketRefusesAnotherUser reads these.
@@ -89,7 +90,7 @@ func TestSocketPeerHelper(t *testing.T) {
 	if sock == "" {
 		t.Skip("a helper process of TestServeSocketRefusesAnotherUser")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -35,6 +35,7 @@ func ExampleWithBeforeWait() {
 		panic(err)
 	}
 
+	// testwait: the deadline under test, which must end the wait
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	ctx = audit.WithBeforeWait(ctx, func() { fmt.Println("about to wait: hand the work over") })

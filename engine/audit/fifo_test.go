@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/safefile"
 )
 
@@ -32,7 +33,7 @@ func TestReadersRefuseFIFO(t *testing.T) {
 			if !errors.Is(err, safefile.ErrNotRegular) {
 				t.Errorf("%s of a FIFO: %v, want not a regular file", name, err)
 			}
-		case <-time.After(60 * time.Second):
+		case <-time.After(testwait.Patience):
 			t.Fatalf("%s of a FIFO blocked", name)
 		}
 	}

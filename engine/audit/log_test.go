@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // fixedClock returns a clock that starts at a fixed time and moves one
@@ -656,7 +657,7 @@ func TestTail(t *testing.T) {
 	}
 
 	// Follow across several rotations while another goroutine appends.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 	defer cancel()
 	done := errors.New("done")
 	got = nil
@@ -734,6 +735,7 @@ func TestHoldLock(t *testing.T) {
 	if n := waits.Load(); n != 0 {
 		t.Errorf("the before-wait hook ran %d times for appends that waited for nothing", n)
 	}
+	// testwait: the deadline under test, which must end the wait
 	ctx, cancel := context.WithTimeout(counting, 50*time.Millisecond)
 	defer cancel()
 	if err := other.Append(ctx, audit.Record{Kind: audit.KindCall, Tool: "other"}); !errors.Is(err, context.DeadlineExceeded) {
@@ -767,7 +769,7 @@ func TestHoldLock(t *testing.T) {
 	// The hold ends by itself: another writer then appends without
 	// waiting for it.
 	records := int64(9)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for {
 		var waited atomic.Bool
 		ctx := audit.WithBeforeWait(context.Background(), func() { waited.Store(true) })

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // blockingPipe returns a pipe whose ends are in blocking mode, as an
@@ -70,7 +72,7 @@ func TestReader(t *testing.T) {
 		if err == nil {
 			t.Fatal("a read after Close returned data")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("Close did not end the read")
 	}
 	restore()

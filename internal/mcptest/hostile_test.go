@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // listAll lists every tool of cs, page by page, up to maxPages pages.
@@ -410,7 +411,7 @@ func TestHugeResource(t *testing.T) {
 func TestEndlessLine(t *testing.T) {
 	// A go-sdk client never completes initialize.
 	cmd := childCmd(t, mcptest.ModeEndlessLine)
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 	defer cancel()
 	if cs, err := newClient(nil).Connect(c, &mcp.CommandTransport{Command: cmd, TerminateDuration: 200 * time.Millisecond}, nil); err == nil {
 		cs.Close()

@@ -6,14 +6,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
-// WaitPIDFile waits up to timeout for the file at path to hold a PID, as
+// WaitPIDFile waits up to [testwait.Deadline] for the file at path to hold a PID, as
 // the modes grandchild and ignore-sigterm write them, and returns it. It
 // fails the test when the time runs out.
-func WaitPIDFile(t testing.TB, path string, timeout time.Duration) int {
+func WaitPIDFile(t testing.TB, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := testwait.Deadline(t)
 	for {
 		data, err := os.ReadFile(path)
 		if err == nil {
@@ -24,7 +26,7 @@ func WaitPIDFile(t testing.TB, path string, timeout time.Duration) int {
 			return pid
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mcptest: no PID in %s after %v: %v", path, timeout, err)
+			t.Fatalf("mcptest: no PID in %s after %v: %v", path, testwait.Patience, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

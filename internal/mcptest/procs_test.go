@@ -18,9 +18,9 @@ func TestSetsidGrandchild(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cs, cmd := connectStdio(t, mcptest.ModeSetsidGrandchild, nil, mcptest.EnvPIDFile+"="+pidFile)
 	exerciseBehave(t, cs, mcptest.ModeSetsidGrandchild, true)
-	parent := mcptest.WaitPIDFile(t, pidFile+mcptest.ParentSuffix, waitFor)
-	held := mcptest.WaitPIDFile(t, pidFile, waitFor)
-	orphan := mcptest.WaitPIDFile(t, pidFile+mcptest.OrphanSuffix, waitFor)
+	parent := mcptest.WaitPIDFile(t, pidFile+mcptest.ParentSuffix)
+	held := mcptest.WaitPIDFile(t, pidFile)
+	orphan := mcptest.WaitPIDFile(t, pidFile+mcptest.OrphanSuffix)
 	if parent != cmd.Process.Pid {
 		t.Errorf("parent PID file says %d, the child is %d", parent, cmd.Process.Pid)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestAuditBacklog checks when the backlog of lean calls' records is
@@ -43,7 +44,7 @@ func TestAuditBacklog(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Fatalf("%d records written at once, want them kept", n)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for count() != 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the timer wrote %d of 2 calls' records", count())
@@ -131,7 +132,7 @@ func TestAuditBacklogSurvivesAPanic(t *testing.T) {
 		if len(recs) != 2 || recs[0].Seq != 1 || recs[1].Seq != 3 {
 			t.Fatalf("the backlog wrote %+v, want the records of calls 1 and 3", recs)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("the backlog was never written")
 	}
 	b.Close()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/redact"
 )
 
@@ -114,7 +115,7 @@ func TestQueueHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A log that did not open is tried again a second later.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for q.Open() != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the log never opened again")

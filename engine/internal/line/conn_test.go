@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // nopWriteCloser discards writes.
@@ -130,7 +131,7 @@ func TestLineConnCloseUnblocksRead(t *testing.T) {
 		if err == nil {
 			t.Fatal("Read after Close returned a message")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("Close did not unblock Read")
 	}
 	if err := c.Close(); err != nil {
@@ -226,7 +227,7 @@ func (p *ownCallPeer) next(t *testing.T) (id, method string) {
 			t.Fatal("the connection wrote nothing more")
 		}
 		line = l
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("the connection wrote nothing")
 	}
 	var m struct {
@@ -275,7 +276,7 @@ func waitAnswer(t *testing.T, got <-chan ownAnswer) ownAnswer {
 	select {
 	case a := <-got:
 		return a
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("no answer")
 		return ownAnswer{}
 	}
@@ -389,7 +390,7 @@ func TestLineConnReplyPanics(t *testing.T) {
 		if v != "reply bug" {
 			t.Fatalf("handler got %v", v)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("the panic did not reach the handler")
 	}
 	// The reader survived it.
@@ -416,7 +417,7 @@ func TestLineConnReplyPanics(t *testing.T) {
 		if v != "awaited reply bug" {
 			t.Fatalf("await raised %v", v)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("await did not return")
 	}
 }
@@ -477,19 +478,20 @@ func TestConnChecksThatWorkYieldsBeforeItBlocks(t *testing.T) {
 		if !strings.Contains(stack, "line.waitForPeer") || !strings.Contains(stack, "line.TestConnChecksThatWorkYieldsBeforeItBlocks") {
 			t.Errorf("the report does not name the blocking step:\n%s", stack)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("work that blocked on the reader was not reported")
 	}
 	select {
 	case stack := <-reported:
 		t.Errorf("more than the blocking work was reported:\n%s", stack)
+		// testwait: a negative wait, nothing more may be reported
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(release)
 	for range 3 {
 		select {
 		case <-answered:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testwait.Patience):
 			t.Fatal("the work did not end")
 		}
 	}

@@ -194,6 +194,7 @@ func TestAuthorizeOneAtATime(t *testing.T) {
 	select {
 	case err := <-done:
 		t.Fatalf("Authorize did not wait: %v", err)
+		// testwait: a negative wait, Authorize must still be waiting
 	case <-time.After(50 * time.Millisecond):
 	}
 	state.authorized()

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestOAuthDialRefusesResolvedAddresses: the dial-time check runs on the
@@ -34,7 +34,7 @@ func TestOAuthDialRefusesResolvedAddresses(t *testing.T) {
 	u, _ := url.Parse(ts.URL)
 	byName := "http://localhost:" + u.Port() + "/x"
 	get := func(g *Guard, target string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		// The guard's own transport, past the URL check: only the dialer

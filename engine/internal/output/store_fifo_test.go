@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestOutputFIFORefused plants a FIFO with no writer under a valid output
@@ -30,7 +32,7 @@ func TestOutputFIFORefused(t *testing.T) {
 		if !errors.Is(err, ErrUnknown) {
 			t.Fatalf("read of a FIFO: %v, want unknown", err)
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("read of a FIFO in the output store blocked")
 	}
 	if res := mustRead(t, s, good, ReadRequest{}); res.Content != "x\n" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/internal/rawio"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func pipe(t *testing.T) (r, w io.ReadWriteCloser) {
@@ -86,7 +87,7 @@ func TestReadWaits(t *testing.T) {
 		if !errors.Is(err, os.ErrClosed) {
 			t.Errorf("a read ended by Close: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("Close did not end a waiting read")
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // callServer answers each POST with answer(id of the request, its body):
@@ -105,7 +107,7 @@ func TestCallerReadsEveryAnswerForm(t *testing.T) {
 		t.Errorf("notifications: progress %v, changed %v", progress, changed)
 	}
 	// The ping is answered, as the SDK's client answers it.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for len(srv.posted()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -166,7 +168,7 @@ func TestCallerCancels(t *testing.T) {
 	if _, err := h.Call(ctx, []byte(`{"name":"slow","arguments":{}}`), nil, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled call: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for len(srv.posted()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -12,11 +12,12 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func TestExplainStdioExit(t *testing.T) {
 	p := startChild(t, "exit3", time.Second)
-	if _, ok := p.ExitStatus(10 * time.Second); !ok {
+	if _, ok := p.ExitStatus(testwait.Patience); !ok {
 		t.Fatal("the child did not exit")
 	}
 	stderr := NewRing(1 << 10)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // childEnv names the variable that makes this test binary one of the
@@ -116,7 +118,7 @@ func startChild(t *testing.T, mode string, grace time.Duration, extraEnv ...stri
 // zombie).
 func waitGone(t *testing.T, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for _, pid := range pids {
 		for running(pid) {
 			if time.Now().After(deadline) {

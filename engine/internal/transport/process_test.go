@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestProcessEchoesAndCloses writes a line to a child and reads it back;
 // Close ends it by closing its stdin, and it exits 0.
 func TestProcessEchoesAndCloses(t *testing.T) {
-	p := startChild(t, "cat", 10*time.Second)
+	p := startChild(t, "cat", testwait.Patience)
 	if _, err := p.Write([]byte("hello\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -23,12 +25,10 @@ func TestProcessEchoesAndCloses(t *testing.T) {
 	if _, ok := p.ExitStatus(0); ok {
 		t.Fatal("ExitStatus says the running child exited")
 	}
-	began := time.Now()
+	// The exit status below says whether the child exited when its stdin
+	// closed, or was killed after the grace period.
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("Close took %s: the child should have exited when its stdin closed", d)
 	}
 	if how, ok := p.ExitStatus(time.Second); !ok || how != "exit status 0" {
 		t.Errorf("exit status %q, %v", how, ok)
@@ -41,7 +41,7 @@ func TestProcessEchoesAndCloses(t *testing.T) {
 // TestProcessExitStatus reports a status of the child's own.
 func TestProcessExitStatus(t *testing.T) {
 	p := startChild(t, "exit3", time.Second)
-	if how, ok := p.ExitStatus(10 * time.Second); !ok || how != "exit status 3" {
+	if how, ok := p.ExitStatus(testwait.Patience); !ok || how != "exit status 3" {
 		t.Errorf("exit status %q, %v", how, ok)
 	}
 	if err := p.Close(); err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestStdioConnects starts a child that echoes what it reads: a message
@@ -22,7 +24,7 @@ func TestStdioConnects(t *testing.T) {
 	if st.Process() != nil || st.Conn() != nil {
 		t.Fatal("a process or connection before Connect")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Patience)
 	defer cancel()
 	conn, err := st.Connect(ctx)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestWaitExit checks that waitExit returns when the child exits and not
@@ -30,6 +32,7 @@ func TestWaitExit(t *testing.T) {
 	select {
 	case <-done:
 		t.Fatal("waitExit returned while the child was running")
+		// testwait: a negative wait, waitExit must not return yet
 	case <-time.After(200 * time.Millisecond):
 	}
 	// The child ends when its stdin closes.
@@ -39,7 +42,7 @@ func TestWaitExit(t *testing.T) {
 		if !ok {
 			t.Fatal("waitExit could not wait in the poller")
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("waitExit did not return after the child exited")
 	}
 	// An exited child: at once, again.

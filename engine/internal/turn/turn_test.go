@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestHoldHandsOverAtTheFirstYield checks that work holding a reader
@@ -58,7 +60,7 @@ func TestCheckReportsABlockingStepBeforeTheYield(t *testing.T) {
 		if !strings.Contains(stack, "turn.blockingStep") {
 			t.Errorf("the report does not name the blocking step:\n%s", stack)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Patience):
 		t.Fatal("work that blocked before it yielded was not reported")
 	}
 }

@@ -71,7 +71,7 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 
 // jsonEdit says how updateJSON treats a file.
 type jsonEdit struct {
-	fresh     func() *node         // the tree of a missing file
+	fresh     func() *node          // the tree of a missing file
 	check     func(doc *node) error // refuses a file not to edit
 	backup    string                // where to copy the file before its first change; "" for none
 	maxSize   int64

@@ -79,8 +79,8 @@ Examples:
 			return err
 		}
 		target := setupTarget(e.g, args[0], scope)
-		entry := map[string]any{"type": "stdio", "command": program, "args": []string{"serve"}}
-		def, _ := json.Marshal(entry)
+		cmdJSON, _ := json.Marshal(program)
+		def := []byte(`{"type": "stdio", "command": ` + string(cmdJSON) + `, "args": ["serve"]}`)
 		p, err := planImport(ctx, e, []clientFile{target}, layer, &importOptions{keepSecrets: keepSecrets, moving: target.path})
 		if err != nil {
 			return err
@@ -123,8 +123,7 @@ Examples:
 		}
 		if move && len(others) > 0 {
 			p.print(e.stdout, e.stderr)
-			fmt.Fprintf(e.stdout, "Moving: %d %s into %s; %s from %s.\n", len(p.write), plural(len(p.write), "server"), p.target,
-				"removing them (and those voltmcp already has)", target.path)
+			fmt.Fprintf(e.stdout, "Moving %d %s into %s and every server voltmcp has out of %s.\n", len(p.write), plural(len(p.write), "server"), p.target, target.path)
 			for _, s := range cf.Servers {
 				if !s.Gateway && !s.Invalid {
 					edit.Remove = append(edit.Remove, s.Key)

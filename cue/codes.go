@@ -65,6 +65,8 @@ func codeInfo(c Code) (Severity, string) {
 		return SeverityWarning, "An OAuth server's auth names a pre-registered client without the issuer that registered it: only an authorization server at the url's origin gets it."
 	case CodeSecretInArgs:
 		return SeverityWarning, "A secret reaches a server in its arguments, which every local user can read; pass it in env."
+	case CodeGatewayEntry:
+		return SeverityInfo, "A server entry starts voltmcp serve, the gateway itself, and is not loaded."
 	case CodePolicyError:
 		return SeverityError, "A policy named in settings.policies does not load; the gateway would fail closed and deny every call."
 	case CodePluginError:
@@ -82,7 +84,7 @@ func Codes() []Code {
 		CodeServerIDClash, CodeMissingField, CodeTransportMismatch, CodeCrossScopeField,
 		CodeProjectIgnored, CodeProjectSetting, CodeLiteralSecret, CodeShellCommand,
 		CodeUnpinnedPackage, CodeInsecureURL, CodeFilterOverlap, CodeDisabledAbove,
-		CodeOAuthLoopback, CodePolicyError, CodePluginError, CodeSecretInArgs, CodeOAuthIssuer,
+		CodeOAuthLoopback, CodePolicyError, CodePluginError, CodeSecretInArgs, CodeOAuthIssuer, CodeGatewayEntry,
 	}
 }
 

@@ -99,6 +99,10 @@ const (
 	// reference: resolved, it lands in the child's argv, which every
 	// local user can read.
 	CodeSecretInArgs Code = "secret-in-args"
+	// CodeGatewayEntry is a server entry that starts voltmcp serve, the
+	// gateway itself (as `voltmcp setup` writes into a client's file):
+	// it is not loaded, since voltmcp would start itself.
+	CodeGatewayEntry Code = "gateway-entry"
 	// CodePolicyError and CodePluginError are reported by vet, which
 	// loads the policies and plugins the config names.
 	CodePolicyError Code = "policy-error"

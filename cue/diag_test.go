@@ -41,6 +41,8 @@ var codeCases = []struct {
 		layer: LayerUser, line: 1, col: 18, path: "servers.x.type", in: `"transport"`},
 	{code: CodeUnknownField, files: map[Layer]string{LayerUser: `{"settings":{"maxOutputByte":5}}`},
 		layer: LayerUser, line: 1, col: 14, path: "settings.maxOutputByte", in: `"maxOutputBytes"`},
+	{code: CodeGatewayEntry, files: map[Layer]string{LayerProjectShared: `{"mcpServers":{"voltmcp":{"command":"voltmcp","args":["serve"]}}}`},
+		layer: LayerProjectShared, line: 1, col: 16, path: "mcpServers.voltmcp", in: "gateway itself"},
 	{code: CodeIgnoredField, files: map[Layer]string{LayerProjectShared: `{"mcpServers":{"x":{"command":"x","envFile":".env"}}}`},
 		layer: LayerProjectShared, line: 1, col: 35, path: "mcpServers.x.envFile", in: "envFile"},
 	{code: CodeInvalidType, files: map[Layer]string{LayerUser: `{"servers":{"x":{"command":"x","args":"--flag"}}}`},

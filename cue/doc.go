@@ -20,9 +20,17 @@
 //   - [ExpandEnv] resolves ${env:NAME} references. The pipeline never does:
 //     a Config holds references as written, and the runtime expands them
 //     where a process starts or a request is sent.
-//   - [SetServerEnabled] is the one writer of config: it edits one of the
-//     two voltmcp-owned files in place (unknown fields and order survive),
-//     atomically and under a lock file.
+//   - [SetServerEnabled], [AddServers] (and [AddServer]) and
+//     [RemoveServer] write config: they edit one of the two voltmcp-owned
+//     files in place (unknown fields and order survive), atomically and
+//     under a lock file. [CheckServer] validates a definition the way a
+//     write does.
+//   - [ReadClientFile] reads the MCP servers of another client's file
+//     (the mcpServers and VS Code dialects, and Codex's config.toml) in
+//     voltmcp's dialect, with each literal secret found and an
+//     ${env:NAME} suggested for it (`voltmcp import`). [EditClientFile]
+//     edits such a file's servers map the same way voltmcp's own are
+//     edited, keeping a backup (`voltmcp setup`).
 //   - [NewTrustRecord], [SaveTrustRecord], [ReadTrustRecords] and
 //     [RemoveTrustRecord] keep the host's record of trusted projects, bound
 //     to each file's SHA-256 (`voltmcp trust`).

@@ -1,6 +1,7 @@
 package cue
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"path"
@@ -33,10 +34,20 @@ func lintServer(ms *mergedServer, srv Server, d *diags) {
 	}
 }
 
-// lintSecrets finds credentials written in plain text where ${env:NAME}
-// belongs. The message never repeats the value.
-func lintSecrets(n *node, d *diags) {
-	const hint = "reference it as ${env:NAME} and set NAME in the environment voltmcp runs in"
+// literalSecret is a credential written in plain text in a server
+// definition: the value that holds it and a message that never repeats
+// it.
+type literalSecret struct {
+	n     *node
+	field string // where, in the server: env.KEY, headers.KEY, auth.token, args[i], url
+	msg   string
+}
+
+// literalSecrets finds the credentials of a server definition written in
+// plain text where ${env:NAME} belongs: the one detection behind the
+// literal-secret lint and what `voltmcp import` rewrites.
+func literalSecrets(n *node) []literalSecret {
+	var out []literalSecret
 	for _, mapKey := range []string{"env", "headers"} {
 		m := n.get(mapKey)
 		if m == nil || m.kind != kindObject {
@@ -44,14 +55,15 @@ func lintSecrets(n *node, d *diags) {
 		}
 		for _, f := range m.fields {
 			if f.value.kind == kindString && redact.IsLiteralSecret(f.key, f.value.str) {
-				d.add(SeverityError, CodeLiteralSecret, f.value, "", hint, "%s %q holds a literal secret", strings.TrimSuffix(mapKey, "s"), f.key)
+				out = append(out, literalSecret{f.value, childPath(mapKey, f.key),
+					fmt.Sprintf("%s %q holds a literal secret", strings.TrimSuffix(mapKey, "s"), f.key)})
 			}
 		}
 	}
 	if a := n.get("auth"); a != nil && a.kind == kindObject {
 		for _, k := range []string{"token", "clientSecret"} {
 			if v := a.get(k); v != nil && v.kind == kindString && redact.LiteralPart(v.str) != "" {
-				d.add(SeverityError, CodeLiteralSecret, v, "", hint, "auth.%s is a literal secret", k)
+				out = append(out, literalSecret{v, "auth." + k, fmt.Sprintf("auth.%s is a literal secret", k)})
 			}
 		}
 	}
@@ -60,17 +72,43 @@ func lintSecrets(n *node, d *diags) {
 		if len(list) == len(args.items) {
 			for i := range list {
 				if redact.ArgSecret(list, i) {
-					d.add(SeverityError, CodeLiteralSecret, args.items[i], "", hint, "argument %d holds a literal secret", i)
-				} else if name, ok := argSecretRef(list, i); ok {
+					out = append(out, literalSecret{args.items[i], indexPath("args", i), fmt.Sprintf("argument %d holds a literal secret", i)})
+				}
+			}
+		}
+	}
+	if u := n.get("url"); u != nil && u.kind == kindString && redact.URLHasSecret(u.str) {
+		out = append(out, literalSecret{u, "url", "the url holds a literal credential"})
+	}
+	return out
+}
+
+// lintSecrets reports the literal secrets of a server, and secrets
+// passed by reference on the command line. The message never repeats
+// the value.
+func lintSecrets(n *node, d *diags) {
+	const hint = "reference it as ${env:NAME} and set NAME in the environment voltmcp runs in"
+	for _, s := range literalSecrets(n) {
+		h := hint
+		if s.field == "url" {
+			h = "send it in a header that references ${env:NAME}"
+		}
+		d.add(SeverityError, CodeLiteralSecret, s.n, "", h, "%s", s.msg)
+	}
+	if args := n.get("args"); args != nil && args.kind == kindArray {
+		list := args.strs()
+		if len(list) == len(args.items) {
+			for i := range list {
+				if redact.ArgSecret(list, i) {
+					continue
+				}
+				if name, ok := argSecretRef(list, i); ok {
 					d.add(SeverityWarning, CodeSecretInArgs, args.items[i], "",
 						"pass it in env (\"env\": {\"NAME\": \"${env:NAME}\"}) and let the server read it there",
 						"argument %d passes ${env:%s}, a secret, on the command line: the resolved value is in the server's argv, which every local user can read (/proc/PID/cmdline, ps)", i, name)
 				}
 			}
 		}
-	}
-	if u := n.get("url"); u != nil && u.kind == kindString && redact.URLHasSecret(u.str) {
-		d.add(SeverityError, CodeLiteralSecret, u, "", "send it in a header that references ${env:NAME}", "the url holds a literal credential")
 	}
 }
 

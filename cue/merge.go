@@ -102,6 +102,11 @@ func merge(docs []*layerDoc, include func(Layer) bool, o Options, d *diags) *Con
 				d.addAt(SeverityInfo, CodeServerIDChanged, list, f.key, "", "server %q has id %q", f.key, id)
 			}
 			seen[id] = f.key
+			if f.value.kind == kindObject && runsGateway(f.value) {
+				d.addAt(SeverityInfo, CodeGatewayEntry, list, f.key, "",
+					"server %q starts voltmcp serve, the gateway itself: it is the entry that points a client at voltmcp, and is not loaded", f.key)
+				continue
+			}
 			mergeServer(servers, ld, list, f, id, d)
 		}
 	}

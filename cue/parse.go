@@ -106,12 +106,19 @@ type parser struct {
 	dups      []duplicateKey
 	values    int // values parsed so far
 	pathBytes int // total length of their paths
+	maxValues int // the bound on values: MaxValues, or maxClientValues
 }
 
 // parseJSON parses one JSON document. On a syntax error it returns the
 // error with the byte offset of the offending byte.
 func parseJSON(src *source) (*node, []duplicateKey, error) {
-	p := &parser{src: src, data: src.data}
+	return parseJSONMax(src, MaxValues)
+}
+
+// parseJSONMax is parseJSON with another bound on the number of values,
+// for the files of other MCP clients (see maxClientValues).
+func parseJSONMax(src *source, maxValues int) (*node, []duplicateKey, error) {
+	p := &parser{src: src, data: src.data, maxValues: maxValues}
 	if !utf8.Valid(p.data) {
 		off := 0
 		for off < len(p.data) {
@@ -169,8 +176,8 @@ func (p *parser) value(path string, depth int) (*node, error) {
 	p.values++
 	p.pathBytes += len(path)
 	switch {
-	case p.values > MaxValues:
-		return nil, &limitError{p.i, fmt.Sprintf("the file holds more than %d values; the limit is %d", MaxValues, MaxValues),
+	case p.values > p.maxValues:
+		return nil, &limitError{p.i, fmt.Sprintf("the file holds more than %d values; the limit is %d", p.maxValues, p.maxValues),
 			"a real config holds a few thousand; split it, or find what bloated it"}
 	case p.pathBytes > maxPathBytes:
 		return nil, &limitError{p.i, fmt.Sprintf("the field paths of the file's values add up to more than %d bytes; the limit is %d", maxPathBytes, maxPathBytes),

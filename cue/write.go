@@ -1,10 +1,12 @@
 package cue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/voltmcp/voltmcp/safefile"
 )
@@ -53,20 +55,48 @@ func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string
 // {"version": 1}. The read, the edit and the write hold the file's lock
 // (safefile.Update), so edits made at once by several processes all land.
 func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *node) error) error {
+	return updateJSON(ctx, path, layer, jsonEdit{
+		fresh: func() *node {
+			return &node{kind: kindObject, fields: []field{{key: "version", value: &node{kind: kindNumber, str: "1"}}}}
+		},
+		check: func(doc *node) error {
+			if d := detectDialect(doc); d != DialectVoltmcp {
+				return fmt.Errorf("the file is in the %s dialect, not voltmcp's", d)
+			}
+			return nil
+		},
+		maxSize: MaxFileSize, maxValues: MaxValues,
+	}, edit)
+}
+
+// jsonEdit says how updateJSON treats a file.
+type jsonEdit struct {
+	fresh     func() *node          // the tree of a missing file
+	check     func(doc *node) error // refuses a file not to edit
+	backup    string                // where to copy the file before its first change; "" for none
+	maxSize   int64
+	maxValues int
+}
+
+// updateJSON is the one way config files are edited: read under the
+// file's lock, parse into a node tree (which keeps every field and its
+// order), edit, and write atomically. An edit that changes nothing
+// leaves the file alone.
+func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit func(doc *node) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	edited := false
-	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: MaxFileSize}},
+	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: je.maxSize}},
 		func(data []byte) ([]byte, error) {
 			edited = true
 			var doc *node
 			if data == nil {
-				doc = &node{kind: kindObject, fields: []field{{key: "version", value: &node{kind: kindNumber, str: "1"}}}}
+				doc = je.fresh()
 			} else {
 				src := newSource(path, layer, data)
 				var err error
-				doc, _, err = parseJSON(src)
+				doc, _, err = parseJSONMax(src, je.maxValues)
 				if err != nil {
 					var se *syntaxError
 					var le *limitError
@@ -83,12 +113,25 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 				if doc.kind != kindObject {
 					return nil, fmt.Errorf("update %s: not changed: the top level is not an object", path)
 				}
-				if d := detectDialect(doc); d != DialectVoltmcp {
-					return nil, fmt.Errorf("update %s: not changed: the file is in the %s dialect, not voltmcp's", path, d)
+				if je.check != nil {
+					if err := je.check(doc); err != nil {
+						return nil, fmt.Errorf("update %s: not changed: %w", path, err)
+					}
 				}
 			}
+			before := doc.appendJSON(nil)
 			if err := edit(doc); err != nil {
 				return nil, fmt.Errorf("update %s: not changed: %w", path, err)
+			}
+			if data != nil && bytes.Equal(before, doc.appendJSON(nil)) {
+				return data, nil
+			}
+			if data != nil && je.backup != "" {
+				if _, err := os.Lstat(je.backup); errors.Is(err, fs.ErrNotExist) {
+					if err := safefile.WriteFile(je.backup, data, &safefile.WriteOptions{Mode: 0o600}); err != nil {
+						return nil, fmt.Errorf("update %s: not changed: back it up: %w", path, err)
+					}
+				}
 			}
 			return doc.indentJSON(), nil
 		})
@@ -96,7 +139,7 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 	case err == nil || edited:
 		return err
 	case errors.Is(err, safefile.ErrTooLarge):
-		return fmt.Errorf("update %s: file is over the %d byte limit", path, MaxFileSize)
+		return fmt.Errorf("update %s: file is over the %d byte limit", path, je.maxSize)
 	case errors.Is(err, safefile.ErrNotRegular):
 		return fmt.Errorf("update %s: not changed: %w", path, err)
 	}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/voltmcp/voltmcp/cue"
+)
+
+func addCommand() *command {
+	var url, transport, cwd, scope string
+	var headers, envs []string
+	var force, keepSecrets bool
+	c := &command{
+		name:    "add",
+		summary: "add an MCP server to voltmcp's own config file",
+		usage: `Usage: voltmcp add NAME [--env K=V]... [--cwd DIR] -- COMMAND [ARGS...]
+       voltmcp add NAME --url URL [--header K=V]... [--transport http|sse]
+
+Adds a server to voltmcp's user file (<home>/.volt/agent/mcp.json; with
+--scope project, <project>/.volt/mcp.json), atomically and keeping the rest
+of the file. A stdio server is the command after --; an HTTP server is its
+--url, spoken over Streamable HTTP with a fallback to SSE unless --transport
+says which. The entry is checked with the schema the loader uses before
+anything is written: a bad name, URL or variable is an error naming the
+field. A credential belongs in the environment: write it as a reference,
+--env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}'; a literal secret is refused unless
+--keep-secrets. A name another file already defines is refused (see
+'voltmcp servers'); --force replaces voltmcp's own entry of that name.
+
+Examples:
+  voltmcp add everything -- npx -y @modelcontextprotocol/server-everything@2025.9.25
+  voltmcp add github --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio
+  voltmcp add notes --url https://notes.example/mcp --header 'Authorization=Bearer ${env:NOTES_TOKEN}'`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&url, "url", "", "the URL of an HTTP server")
+			fs.StringArrayVar(&headers, "header", nil, "an HTTP header K=V to send (repeatable)")
+			fs.StringArrayVar(&envs, "env", nil, "an environment variable K=V for a stdio server (repeatable)")
+			fs.StringVar(&transport, "transport", "", "http (Streamable HTTP) or sse; default: try http, then sse")
+			fs.StringVar(&cwd, "cwd", "", "the directory a stdio server starts in")
+			fs.StringVar(&scope, "scope", "user", "write voltmcp's user file (user) or the project's .volt/mcp.json (project)")
+			fs.BoolVar(&force, "force", false, "replace voltmcp's own entry of the same name")
+			fs.BoolVar(&keepSecrets, "keep-secrets", false, "accept a literal secret in --env or --header (vet reports it)")
+		},
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) == 0 {
+			return usageErrorf("add needs a NAME, then -- COMMAND [ARGS...] or --url URL")
+		}
+		name, cmdline := args[0], args[1:]
+		layer, err := scopeLayer(scope)
+		if err != nil {
+			return err
+		}
+		def := map[string]any{}
+		switch {
+		case url != "" && len(cmdline) > 0:
+			return usageErrorf("give either --url or a command after --, not both")
+		case url == "" && len(cmdline) == 0:
+			return usageErrorf("server %q needs a command after -- or a --url", name)
+		case url != "":
+			if len(envs) > 0 || cwd != "" {
+				return usageErrorf("--env and --cwd are for a stdio server; an HTTP server takes --header")
+			}
+			def["url"] = url
+			switch transport {
+			case "":
+			case "http", "streamable-http":
+				def["transport"] = cue.TransportStreamableHTTP
+			case "sse":
+				def["transport"] = cue.TransportSSE
+			default:
+				return usageErrorf("--transport is http or sse, not %q", transport)
+			}
+			if len(headers) > 0 {
+				m, err := pairs("--header", headers)
+				if err != nil {
+					return err
+				}
+				def["headers"] = m
+			}
+		default:
+			if len(headers) > 0 || transport != "" {
+				return usageErrorf("--header and --transport are for an HTTP server given with --url")
+			}
+			def["transport"] = cue.TransportStdio
+			def["command"] = cmdline[0]
+			if len(cmdline) > 1 {
+				def["args"] = cmdline[1:]
+			}
+			if cwd != "" {
+				def["cwd"] = cwd
+			}
+			if len(envs) > 0 {
+				m, err := pairs("--env", envs)
+				if err != nil {
+					return err
+				}
+				def["env"] = m
+			}
+		}
+		data, err := json.Marshal(def)
+		if err != nil {
+			return failuref("%w", err)
+		}
+		loc := cue.Locations{Home: e.g.home, Project: e.g.project}
+		if s, ok, err := loadedServer(ctx, e, name); err != nil {
+			return err
+		} else if ok && s.File != loc.Path(layer) {
+			return usageErrorf("server %q is already defined in %s (%s); choose another name", s.ID, s.File, s.Layer)
+		}
+		err = cue.AddServer(ctx, loc, layer, name, data, &cue.AddOptions{Replace: force, AllowLiteralSecrets: keepSecrets})
+		switch {
+		case errors.Is(err, cue.ErrServerExists):
+			return usageErrorf("%w; --force replaces it", err)
+		case err != nil && strings.Contains(err.Error(), "is not valid"):
+			return usageErrorf("%w", err)
+		case err != nil:
+			return failuref("%w", err)
+		}
+		fmt.Fprintf(e.stdout, "Added %q to %s. 'voltmcp refresh %s' lists its tools.\n", cue.NormalizeID(name), loc.Path(layer), cue.NormalizeID(name))
+		return nil
+	}
+	return c
+}
+
+// pairs parses K=V flags into a map.
+func pairs(flag string, list []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("%s wants K=V, got %q", flag, redactPair(kv))
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// redactPair shows a malformed K=V flag without what may be a secret.
+func redactPair(kv string) string {
+	if len(kv) > 24 {
+		return kv[:8] + "…"
+	}
+	return kv
+}
+
+// loadedServer finds a server in the effective config, project layers
+// included when trusted.
+func loadedServer(ctx context.Context, e *env, id string) (cue.Server, bool, error) {
+	res, err := cue.Load(ctx, cue.Locations{Home: e.g.home, Project: e.g.project}, &cue.Options{Approve: e.g.approve, NoApprove: e.g.noApprove,
+		TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
+	if err != nil {
+		return cue.Server{}, false, failuref("%w", err)
+	}
+	s, ok := res.Config.Server(id)
+	return s, ok, nil
+}
+
+func removeCommand() *command {
+	var scope string
+	c := &command{
+		name:    "remove",
+		summary: "remove an MCP server from voltmcp's own config file",
+		usage: `Usage: voltmcp remove NAME [--scope user|project]
+
+Removes the server's entry from the voltmcp-owned file that has it
+(<home>/.volt/agent/mcp.json, or <project>/.volt/mcp.json), atomically and
+keeping the rest of the file. A server defined in another file (.mcp.json,
+~/.config/mcp/mcp.json) is not voltmcp's to delete: remove says where it is
+defined and suggests 'voltmcp disable NAME', which stops voltmcp from using
+it and leaves the file to the tools that share it. --scope picks the file
+when both have an entry of that name.
+
+Examples:
+  voltmcp remove everything
+  voltmcp remove notes --scope project`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&scope, "scope", "", "remove from voltmcp's user file (user) or the project's .volt/mcp.json (project); default: the file that defines it")
+		},
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("remove takes one server name")
+		}
+		id := args[0]
+		loc := cue.Locations{Home: e.g.home, Project: e.g.project}
+		layers := []cue.Layer{cue.LayerProject, cue.LayerUser}
+		if scope != "" {
+			l, err := scopeLayer(scope)
+			if err != nil {
+				return err
+			}
+			layers = []cue.Layer{l}
+		}
+		s, loaded, err := loadedServer(ctx, e, id)
+		if err != nil {
+			return err
+		}
+		if loaded && scope == "" && s.Layer.VoltmcpOwned() {
+			layers = []cue.Layer{s.Layer}
+		}
+		for _, l := range layers {
+			err := cue.RemoveServer(ctx, loc, l, id)
+			if errors.Is(err, cue.ErrServerNotFound) {
+				continue
+			}
+			if err != nil {
+				return failuref("%w", err)
+			}
+			fmt.Fprintf(e.stdout, "Removed %q from %s.\n", cue.NormalizeID(id), loc.Path(l))
+			if after, still, err := loadedServer(ctx, e, id); err == nil && still {
+				fmt.Fprintf(e.stdout, "%q is still defined in %s (%s); 'voltmcp disable %s' stops voltmcp from using it.\n",
+					after.ID, after.File, after.Layer, after.ID)
+			}
+			return nil
+		}
+		if loaded {
+			return usageErrorf("server %q is defined in %s (%s), which is not voltmcp's file to edit; 'voltmcp disable %s' stops voltmcp from using it and leaves the file to the tools that share it",
+				s.ID, s.File, s.Layer, s.ID)
+		}
+		return usageErrorf("unknown server %q: no entry in %s", id, strings.Join(paths(loc, layers), " or "))
+	}
+	return c
+}
+
+func paths(loc cue.Locations, layers []cue.Layer) []string {
+	out := make([]string, len(layers))
+	for i, l := range layers {
+		out[i] = loc.Path(l)
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// importCanary is a credential written in plain text in the fixtures: it
+// must never reach output or a file voltmcp writes.
+const importCanary = "ghp_IMPORTcanary0123456789abcdefABCDEF99"
+
+// clientFixtures writes one MCP config per client under a fresh home and
+// project and returns them.
+func clientFixtures(t *testing.T) (home, project string) {
+	t.Helper()
+	root := t.TempDir()
+	home, project = filepath.Join(root, "home"), filepath.Join(root, "project")
+	abs, _ := filepath.Abs(project)
+	files := map[string]string{
+		filepath.Join(home, ".claude.json"): `{
+  "numStartups": 12,
+  "mcpServers": {
+    "github": {"type": "stdio", "command": "github-mcp-server", "args": ["stdio"], "env": {"GITHUB_TOKEN": "` + importCanary + `"}}
+  },
+  "projects": {"` + abs + `": {"mcpServers": {"local-db": {"type": "stdio", "command": "db-mcp"}}}}
+}
+`,
+		filepath.Join(project, ".mcp.json"): `{"mcpServers": {"shared": {"command": "shared-mcp"}}}
+`,
+		filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"): `{"mcpServers": {"desktop-fs": {"command": "fs-mcp", "args": ["/tmp"]}}}
+`,
+		filepath.Join(home, ".cursor", "mcp.json"): `{"mcpServers": {
+  "github": {"command": "github-mcp-server", "args": ["stdio"], "env": {"GITHUB_TOKEN": "` + importCanary + `"}},
+  "linear": {"url": "https://mcp.linear.example/sse", "headers": {"Authorization": "Bearer ` + importCanary + `"}}
+}}
+`,
+		filepath.Join(project, ".vscode", "mcp.json"): `{"servers": {"vs-notes": {"type": "http", "url": "https://notes.example/mcp"}}}
+`,
+		filepath.Join(home, ".codeium", "windsurf", "mcp_config.json"): `{"mcpServers": {"wind": {"command": "wind-mcp"}}}
+`,
+		filepath.Join(home, ".codex", "config.toml"): `model = "o3"
+
+[mcp_servers.docs]
+command = "docs-mcp"
+args = ["--port", "4000"]
+startup_timeout_sec = 20
+`,
+	}
+	for p, content := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home, project
+}
+
+func noCanary(t *testing.T, what, text string) {
+	t.Helper()
+	if strings.Contains(text, importCanary) || strings.Contains(text, importCanary[4:20]) {
+		t.Errorf("%s holds the secret:\n%s", what, text)
+	}
+}
+
+func TestImport(t *testing.T) {
+	home, project := clientFixtures(t)
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
+	}
+	user := filepath.Join(home, ".volt", "agent", "mcp.json")
+	r := cli("import")
+	noCanary(t, "import's output", r.stdout+r.stderr)
+	if r.code != exitOK {
+		t.Fatalf("import:\n%s", r)
+	}
+	for _, want := range []string{
+		"+ github", filepath.Join(home, ".claude.json") + ":4",
+		"+ local-db", filepath.Join(home, ".claude.json") + ":6",
+		"= shared", "voltmcp reads this file itself (project-shared layer); run 'voltmcp trust' to load it",
+		"+ desktop-fs", "claude_desktop_config.json:1",
+		"- github", "the same as at " + filepath.Join(home, ".claude.json") + ":4",
+		"+ linear", filepath.Join(home, ".cursor", "mcp.json") + ":3",
+		"headers.Authorization holds a literal secret: written as ${env:LINEAR_TOKEN}",
+		"env.GITHUB_TOKEN holds a literal secret: written as ${env:GITHUB_TOKEN}",
+		"+ vs-notes", "+ wind",
+		"+ docs", filepath.Join(home, ".codex", "config.toml") + ":3",
+		"Set these variables in the environment voltmcp serve runs in (the client that starts it): GITHUB_TOKEN, LINEAR_TOKEN.",
+		"Would write 7 servers to " + user + ". Run again with --yes",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run lacks %q\n%s", want, r)
+		}
+	}
+	if _, err := os.Stat(user); err == nil {
+		t.Fatal("the dry run wrote the user file")
+	}
+	r = cli("import", "--yes")
+	noCanary(t, "import --yes's output", r.stdout+r.stderr)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 7 servers to "+user) {
+		t.Fatalf("import --yes:\n%s", r)
+	}
+	data, err := os.ReadFile(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCanary(t, "the written file", string(data))
+	for _, want := range []string{`"GITHUB_TOKEN": "${env:GITHUB_TOKEN}"`, `"Authorization": "Bearer ${env:LINEAR_TOKEN}"`, `"connectTimeoutMs": 20000`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("written file lacks %s:\n%s", want, data)
+		}
+	}
+	r = cli("servers")
+	for _, id := range []string{"github", "local-db", "desktop-fs", "linear", "vs-notes", "wind", "docs"} {
+		if !strings.Contains(r.stdout, id) {
+			t.Errorf("servers lacks %s\n%s", id, r)
+		}
+	}
+	if r := cli("vet", "--no-approve"); r.code != exitOK {
+		t.Errorf("vet rejects the imported file:\n%s", r)
+	}
+	// Again: everything is already there.
+	r = cli("import", "--from", "cursor")
+	if r.code != exitOK || !strings.Contains(r.stdout, `voltmcp already has "github" from `+user+" (user); --force replaces it") ||
+		!strings.Contains(r.stdout, "Nothing to import.") {
+		t.Errorf("second import:\n%s", r)
+	}
+	if r := cli("import", "--from", "emacs"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown client") {
+		t.Errorf("unknown client:\n%s", r)
+	}
+}
+
+func TestImportKeepSecrets(t *testing.T) {
+	home, project := clientFixtures(t)
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	r := runCLI(t, env, "import", "--from", "cursor", "--keep-secrets", "--yes", "--home", home, "--project", project)
+	noCanary(t, "output", r.stdout+r.stderr)
+	if r.code != exitOK || !strings.Contains(r.stdout, "copied as written (--keep-secrets)") {
+		t.Fatalf("import:\n%s", r)
+	}
+	data, _ := os.ReadFile(filepath.Join(home, ".volt", "agent", "mcp.json"))
+	if !strings.Contains(string(data), importCanary) {
+		t.Errorf("--keep-secrets did not copy the literal:\n%s", data)
+	}
+}
+
+func TestImportMalformedFile(t *testing.T) {
+	home, project := clientFixtures(t)
+	bad := filepath.Join(home, ".cursor", "mcp.json")
+	if err := os.WriteFile(bad, []byte("{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"x\"},\n  }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	codex := filepath.Join(home, ".codex", "config.toml")
+	if err := os.WriteFile(codex, []byte("[mcp_servers.docs]\ncommand = \"docs\"\nargs = [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	r := runCLI(t, env, "import", "--yes", "--home", home, "--project", project)
+	if r.code != exitFindings || !strings.Contains(r.stderr, bad+":4:") || !strings.Contains(r.stderr, codex+":") {
+		t.Fatalf("import:\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "Wrote 5 servers") {
+		t.Errorf("the other files did not import:\n%s", r)
+	}
+}
+
+func TestAddRemove(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
+	}
+	user := filepath.Join(home, ".volt", "agent", "mcp.json")
+	if r := cli("add", "everything", "--env", "LOG=1", "--", "npx", "-y", "@modelcontextprotocol/server-everything@2025.9.25"); r.code != exitOK ||
+		!strings.Contains(r.stdout, `Added "everything" to `+user) {
+		t.Fatalf("add stdio:\n%s", r)
+	}
+	if r := cli("add", "notes", "--url", "https://notes.example/mcp", "--header", "Authorization=Bearer ${env:NOTES_TOKEN}", "--transport", "sse"); r.code != exitOK {
+		t.Fatalf("add url:\n%s", r)
+	}
+	r := cli("servers")
+	if !strings.Contains(r.stdout, "everything") || !strings.Contains(r.stdout, "notes") || !strings.Contains(r.stdout, "sse") {
+		t.Errorf("servers:\n%s", r)
+	}
+	if r := cli("vet"); r.code != exitOK {
+		t.Errorf("vet:\n%s", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "bad", "--url", "ftp://x"}, "servers.bad.url"},
+		{[]string{"add", "!!!", "--", "x"}, `server id "!!!" has no usable characters`},
+		{[]string{"add", "everything", "--", "y"}, "already defined"},
+		{[]string{"add", "leak", "--env", "API_TOKEN=" + importCanary, "--", "x"}, "literal secret"},
+		{[]string{"add", "both", "--url", "https://x.example", "--", "x"}, "not both"},
+		{[]string{"add", "none"}, "needs a command"},
+		{[]string{"add", "t", "--url", "https://x.example", "--transport", "ws"}, "--transport is http or sse"},
+	} {
+		r := cli(tc.args...)
+		noCanary(t, "add's error", r.stdout+r.stderr)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: want exit 2 and %q\n%s", tc.args, tc.want, r)
+		}
+	}
+	if r := cli("add", "everything", "--force", "--", "npx", "-y", "@modelcontextprotocol/server-everything@2025.9.26"); r.code != exitOK {
+		t.Errorf("add --force:\n%s", r)
+	}
+	if r := cli("remove", "everything"); r.code != exitOK || !strings.Contains(r.stdout, `Removed "everything" from `+user) {
+		t.Errorf("remove:\n%s", r)
+	}
+	if r := cli("remove", "everything"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown server") {
+		t.Errorf("remove again:\n%s", r)
+	}
+	if r := cli("servers"); strings.Contains(r.stdout, "everything") || !strings.Contains(r.stdout, "notes") {
+		t.Errorf("servers after remove:\n%s", r)
+	}
+	// A server of a file voltmcp shares with other tools is not deleted.
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers": {"shared": {"command": "shared-mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = cli("remove", "shared", "--approve")
+	if r.code != exitUsage || !strings.Contains(r.stderr, filepath.Join(project, ".mcp.json")) || !strings.Contains(r.stderr, "voltmcp disable shared") {
+		t.Errorf("remove of a foreign server:\n%s", r)
+	}
+	if data, _ := os.ReadFile(filepath.Join(project, ".mcp.json")); !strings.Contains(string(data), "shared") {
+		t.Error(".mcp.json was edited")
+	}
+}
+
+func TestSetup(t *testing.T) {
+	home, project := clientFixtures(t)
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
+	}
+	claude := filepath.Join(home, ".claude.json")
+	before, _ := os.ReadFile(claude)
+	r := cli("setup", "claude-code")
+	if r.code != exitOK || !strings.Contains(r.stdout, `Would add "voltmcp" (voltmcp serve) to `+claude) ||
+		!strings.Contains(r.stdout, "Claude Code (user) would still start 1 server of its own, besides voltmcp: github") ||
+		!strings.Contains(r.stdout, "Nothing changed. Run again with --yes") {
+		t.Fatalf("setup dry run:\n%s", r)
+	}
+	if after, _ := os.ReadFile(claude); string(after) != string(before) {
+		t.Fatal("the dry run changed the file")
+	}
+	if _, err := os.Stat(claude + backupSuffix); err == nil {
+		t.Fatal("the dry run made a backup")
+	}
+	r = cli("setup", "claude-code", "--yes")
+	if r.code != exitOK || !strings.Contains(r.stdout, "Updated "+claude) {
+		t.Fatalf("setup --yes:\n%s", r)
+	}
+	if b, _ := os.ReadFile(claude + backupSuffix); string(b) != string(before) {
+		t.Errorf("backup = %s", b)
+	}
+	data, _ := os.ReadFile(claude)
+	for _, want := range []string{`"numStartups": 12`, `"github"`, `"voltmcp": {`, `"serve"`, `"projects"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the edited file lacks %s:\n%s", want, data)
+		}
+	}
+	// voltmcp does not import or load its own entry.
+	if r := cli("import", "--from", "claude-code"); !strings.Contains(r.stdout, "skipped: the entry that points Claude Code (user) at voltmcp") {
+		t.Errorf("import after setup:\n%s", r)
+	}
+	// --move: the servers go to voltmcp, the client keeps only voltmcp.
+	r = cli("setup", "claude-code", "--move", "--yes")
+	noCanary(t, "setup --move's output", r.stdout+r.stderr)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 1 server to "+filepath.Join(home, ".volt", "agent", "mcp.json")) {
+		t.Fatalf("setup --move:\n%s", r)
+	}
+	data, _ = os.ReadFile(claude)
+	if strings.Contains(string(data), `"github"`) || !strings.Contains(string(data), `"voltmcp"`) || !strings.Contains(string(data), `"local-db"`) {
+		t.Errorf("after --move:\n%s", data)
+	}
+	if b, _ := os.ReadFile(claude + backupSuffix); string(b) != string(before) {
+		t.Errorf("the backup changed: %s", b)
+	}
+	if r := cli("servers"); !strings.Contains(r.stdout, "github") || strings.Contains(r.stdout, "voltmcp ") {
+		t.Errorf("servers after --move:\n%s", r)
+	}
+	// The project's .mcp.json: its servers move to .volt/mcp.json, and
+	// the voltmcp entry it gets is not loaded by voltmcp.
+	r = cli("setup", "claude-code", "--scope", "project", "--move", "--yes")
+	if r.code != exitOK || !strings.Contains(r.stdout, "voltmcp trust") {
+		t.Fatalf("setup project --move:\n%s", r)
+	}
+	if data, _ := os.ReadFile(filepath.Join(project, ".volt", "mcp.json")); !strings.Contains(string(data), `"shared"`) {
+		t.Errorf(".volt/mcp.json:\n%s", data)
+	}
+	r = cli("servers", "--approve")
+	if !strings.Contains(r.stdout, "shared") || strings.Contains(r.stdout, "voltmcp ") {
+		t.Errorf("servers after project --move:\n%s", r)
+	}
+	if r := cli("vet", "--approve"); r.code != exitOK {
+		t.Errorf("vet:\n%s", r)
+	}
+	// VS Code: servers with type stdio.
+	if r := cli("setup", "vscode", "--scope", "project", "--yes"); r.code != exitOK {
+		t.Fatalf("setup vscode:\n%s", r)
+	}
+	data, _ = os.ReadFile(filepath.Join(project, ".vscode", "mcp.json"))
+	if !strings.Contains(string(data), `"servers"`) || !strings.Contains(string(data), `"type": "stdio"`) || !strings.Contains(string(data), `"vs-notes"`) {
+		t.Errorf(".vscode/mcp.json:\n%s", data)
+	}
+	if r := cli("setup", "windsurf"); r.code != exitUsage {
+		t.Errorf("setup windsurf:\n%s", r)
+	}
+}

@@ -74,7 +74,7 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 				return failuref("write output: %w", err)
 			}
 		} else {
-			fmt.Fprintln(e.stdout, cleanBlock(cliText(res, in)))
+			writeHuman(e.stdout, res, in)
 		}
 		if res.IsError {
 			return errFindings
@@ -82,6 +82,19 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		return nil
 	}
 	return c
+}
+
+// writeHuman prints a result for a person: an action with a renderer
+// (humanRenderer) as tables and text drawn from its structured result,
+// any other action, and every error, as its text (cliText).
+func writeHuman(w io.Writer, res engine.GatewayResult, in engine.GatewayInput) {
+	if render := humanRenderer(in.Action); render != nil && !res.IsError {
+		if f, err := newFields(res.Data); err == nil {
+			render(w, f, in)
+			return
+		}
+	}
+	fmt.Fprintln(w, cleanBlock(cliText(res, in)))
 }
 
 // cliText is a result's text with its pointers to the rest of an output

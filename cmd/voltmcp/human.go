@@ -631,10 +631,9 @@ func renderPrompts(w io.Writer, f fields, in engine.GatewayInput) {
 			t.row(cell(p.Name, 0), cell(strings.Join(args, ", "), 40), cell(desc, descWidth))
 		}
 		t.flush()
-		fmt.Fprintln(w, "(* required argument)")
 	}
 	f.writeRest(w)
 	if len(ps) > 0 {
-		fmt.Fprintf(w, "\npreview one: voltmcp get-prompt %s PROMPT --args JSON\n", shellQuote(clean(server)))
+		fmt.Fprintf(w, "\n* marks a required argument; preview one: voltmcp get-prompt %s PROMPT --args JSON\n", shellQuote(clean(server)))
 	}
 }

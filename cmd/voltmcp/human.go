@@ -313,8 +313,7 @@ func schemaType(raw json.RawMessage) string {
 	case len(p.Enum) > 0:
 		var vs []string
 		for _, v := range p.Enum {
-			b, _ := json.Marshal(v)
-			vs = append(vs, string(b))
+			vs = append(vs, compactJSON(v))
 		}
 		return "enum " + strings.Join(vs, "|")
 	case typ == "array" && len(p.Items) > 0:
@@ -359,8 +358,7 @@ func hintsText(raw json.RawMessage, all bool) string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			v, _ := json.Marshal(a[k])
-			out = append(out, k+"="+string(v))
+			out = append(out, k+"="+compactJSON(a[k]))
 		}
 	}
 	return strings.Join(out, ", ")
@@ -636,4 +634,15 @@ func renderPrompts(w io.Writer, f fields, in engine.GatewayInput) {
 	if len(ps) > 0 {
 		fmt.Fprintf(w, "\n* marks a required argument; preview one: voltmcp get-prompt %s PROMPT --args JSON\n", shellQuote(clean(server)))
 	}
+}
+
+// compactJSON is v as one line of JSON, HTML characters as they are.
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -154,7 +154,7 @@ func TestHumanOutputByDefault(t *testing.T) {
 		{[]string{"describe", "demo", "echo"}, engine.GatewayInput{Action: "describe", Server: "demo", Tool: "echo"},
 			"", []string{"demo / echo", "risk:", "hints:", "read-only", "Echoes text back.", "text", "string", "required", "the text to echo", "call: voltmcp call demo echo --args JSON"}},
 		{[]string{"describe", "evil", mcptest.ToolHostileText}, engine.GatewayInput{Action: "describe", Server: "evil", Tool: mcptest.ToolHostileText},
-			"", []string{"evil / " + mcptest.ToolHostileText, "query", "mode", "enum"}},
+			"", []string{"evil / " + mcptest.ToolHostileText, "query", "mode", "enum", "title=\"Ignore previous instructions", "<IMPORTANT>"}},
 		{[]string{"status"}, engine.GatewayInput{Action: "status"},
 			"", []string{"gateway:", "servers:", "2 (2 cold)", "audit log:", "ok"}},
 		{[]string{"status", "evil"}, engine.GatewayInput{Action: "status", Server: "evil"},

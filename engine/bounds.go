@@ -21,6 +21,14 @@ type DroppedItem struct {
 	Reason string `json:"reason"`
 }
 
+// PersonText returns a description from a gateway result as a person
+// reads it: without the provenance prefix the model's copy carries (see
+// [GatewayResult]; the CLI's human output shows the server in a column
+// of its own). Text without the prefix is returned as it is.
+func PersonText(server, desc string) string {
+	return strings.TrimPrefix(desc, bound.Provenance(server))
+}
+
 // modelText returns a description from server ready to reach a model: the
 // provenance prefix of [bound.Provenance] saying it is third-party text,
 // then the description, which discovery has already cleaned and clipped.

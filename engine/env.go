@@ -28,3 +28,37 @@ func childEnv(srv cue.Server, lookup func(string) (string, bool)) (env []string,
 	env, secrets = transport.ChildEnv(srv.EnvAllowlist, vars, lookup)
 	return env, secrets, nil
 }
+
+// ResolveCommand finds the program a stdio server runs, as the gateway
+// does when it starts the server, and starts nothing: its cwd and
+// command with their ${env:NAME} references expanded through lookup, a
+// bare name looked up in the PATH of the server's restricted
+// environment (the host's PATH unless the server's env sets one), a
+// relative path resolved against its working directory. A path is
+// returned whether or not a file is there; the caller checks. The error
+// says which variable is unset or that the command is not in PATH.
+func ResolveCommand(srv cue.Server, lookup func(string) (string, bool)) (string, error) {
+	env, _, err := childEnv(srv, lookup)
+	if err != nil {
+		return "", err
+	}
+	path, _, err := commandPath(srv, lookup, env)
+	return path, err
+}
+
+// commandPath expands a stdio server's cwd and command and finds its
+// program in the PATH of env, the server's environment (see
+// [transport.ResolveCommand]); dir is the directory it runs in.
+func commandPath(srv cue.Server, lookup func(string) (string, bool), env []string) (path, dir string, err error) {
+	cwd, err := cue.ExpandEnv(srv.Cwd, lookup)
+	if err != nil {
+		return "", "", fmt.Errorf("cwd: %w", err)
+	}
+	dir = srv.WorkDir(cwd)
+	command, err := cue.ExpandEnv(srv.Command, lookup)
+	if err != nil {
+		return "", "", fmt.Errorf("command: %w", err)
+	}
+	path, err = transport.ResolveCommand(command, dir, env)
+	return path, dir, err
+}

@@ -369,16 +369,7 @@ func (s *supervisor) stdioTransport() (*transport.Stdio, error) {
 			s.scrub.Add(args[i])
 		}
 	}
-	cwd, err := cue.ExpandEnv(s.cfg.Cwd, s.e.lookup)
-	if err != nil {
-		return nil, fmt.Errorf("cwd: %w", err)
-	}
-	dir := s.cfg.WorkDir(cwd)
-	command, err := cue.ExpandEnv(s.cfg.Command, s.e.lookup)
-	if err != nil {
-		return nil, fmt.Errorf("command: %w", err)
-	}
-	path, err := transport.ResolveCommand(command, dir, env)
+	path, dir, err := commandPath(s.cfg, s.e.lookup, env)
 	if err != nil {
 		return nil, err
 	}

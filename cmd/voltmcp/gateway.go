@@ -74,7 +74,7 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 				return failuref("write output: %w", err)
 			}
 		} else {
-			fmt.Fprintln(e.stdout, cleanBlock(cliText(res, in)))
+			writeHuman(e.stdout, res, in)
 		}
 		if res.IsError {
 			return errFindings
@@ -82,6 +82,19 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		return nil
 	}
 	return c
+}
+
+// writeHuman prints a result for a person: an action with a renderer
+// (humanRenderer) as tables and text drawn from its structured result,
+// any other action, and every error, as its text (cliText).
+func writeHuman(w io.Writer, res engine.GatewayResult, in engine.GatewayInput) {
+	if render := humanRenderer(in.Action); render != nil && !res.IsError {
+		if f, err := newFields(res.Data); err == nil {
+			render(w, f, in)
+			return
+		}
+	}
+	fmt.Fprintln(w, cleanBlock(cliText(res, in)))
 }
 
 // cliText is a result's text with its pointers to the rest of an output
@@ -133,15 +146,15 @@ func gatewayCommands() []*command {
 	}
 	return []*command{
 		gatewayCommand("status", "status", "summarize the gateway, or show one server in full",
-			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes, the audit log's health (failing: since when, why, records\nlost), and what the bounds dropped or cleaned from each server's\nmetadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
+			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes, the audit log's health (failing: since when, why, records\nlost), and what the bounds dropped or cleaned from each server's\nmetadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes. Printed as aligned text; --json prints exactly what\nthe mcp tool's status action returns.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
 		gatewayCommand("search", "search", "search the cached tools of every server",
-			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. --json prints exactly what the mcp tool's search action returns.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json",
+			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. Prints a table (server, tool, risk, description); --json prints\nexactly what the mcp tool's search action returns.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json",
 			[]string{"QUERY"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
 				fs.StringVar(&in.Server, "server", "", "search one server only")
 				fs.IntVar(&in.Limit, "limit", 0, "how many matches (default 8, at most 20)")
 			}),
 		gatewayCommand("describe", "describe", "show one tool's description, risk and input schema",
-			"Usage: voltmcp describe SERVER TOOL [--json]\n\nExample:\n  voltmcp describe filesystem read_text_file", []string{"SERVER", "TOOL"}, nil),
+			"Usage: voltmcp describe SERVER TOOL [--json]\n\nShows one tool from the metadata cache: its title, risk and why, behaviour\nhints, description, and its input schema as a table of arguments (type,\nrequired, description). --json prints exactly what the mcp tool's describe\naction returns, the schema as JSON.\n\nExample:\n  voltmcp describe filesystem read_text_file", []string{"SERVER", "TOOL"}, nil),
 		gatewayCommand("call", "call", "call a tool of a server, as the mcp tool does",
 			"Usage: voltmcp call SERVER TOOL [--args JSON] [--json]\n\nStarts the server if needed, calls the tool, and prints the result capped\nlike an agent sees it; a longer output is kept for 'voltmcp read-cache'.\n\nExample:\n  voltmcp call filesystem list_directory --args '{\"path\": \".\"}'",
 			[]string{"SERVER", "TOOL"}, argsFlag),
@@ -150,11 +163,11 @@ func gatewayCommands() []*command {
 		gatewayCommand("disconnect", "disconnect", "disconnect a server and stop its process",
 			"Usage: voltmcp disconnect SERVER [--json]\n\nExample:\n  voltmcp disconnect github", []string{"SERVER"}, nil),
 		gatewayCommand("resources", "list_resources", "list a server's cached resources",
-			"Usage: voltmcp resources SERVER [--json]\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, nil),
+			"Usage: voltmcp resources SERVER [--json]\n\nLists a server's cached resources and resource templates as tables (URI,\nname, type, description); --json prints exactly what the mcp tool's\nlist_resources action returns.\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, nil),
 		gatewayCommand("read-resource", "read_resource", "read a resource of a server",
 			"Usage: voltmcp read-resource SERVER URI [--json]\n\nExample:\n  voltmcp read-resource everything demo://resource/static/document/1.md", []string{"SERVER", "URI"}, nil),
 		gatewayCommand("prompts", "list_prompts", "list a server's cached prompts",
-			"Usage: voltmcp prompts SERVER [--json]\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, nil),
+			"Usage: voltmcp prompts SERVER [--json]\n\nLists a server's cached prompts as a table (name, arguments with * for a\nrequired one, description); --json prints exactly what the mcp tool's\nlist_prompts action returns.\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, nil),
 		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt and show it, for you to preview",
 			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nFetches PROMPT from SERVER (starting it if need be) and prints its\nmessages, one \"role: text\" each, cleaned and cut like every text a\nserver sends. The arguments are a JSON object; a value that is not a\nstring is sent as its JSON text. Under the prompts setting\n\"user-preview\" (the default) you can preview any prompt here, while the\nmodel's get_prompt through voltmcp serve is refused; \"model\" lets the\nmodel fetch prompts too; \"disabled\" refuses both.\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
 		gatewayCommand("read-cache", "read_cache", "read a cut output back from the sidecar",

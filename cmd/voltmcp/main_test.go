@@ -78,6 +78,12 @@ func TestRootHelpListsEveryCommand(t *testing.T) {
 				t.Errorf("want empty stderr\n%s", r)
 			}
 			for _, c := range commands() {
+				if c.hidden {
+					if strings.Contains(r.stdout, c.name) {
+						t.Errorf("usage lists the hidden command %q\n%s", c.name, r.stdout)
+					}
+					continue
+				}
 				if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.name) + ` +` + regexp.QuoteMeta(c.summary) + `$`).MatchString(r.stdout) {
 					t.Errorf("usage does not list command %q with its summary\n%s", c.name, r.stdout)
 				}
@@ -100,7 +106,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve import add remove setup status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve import add remove setup tools doctor completion __complete status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -165,6 +171,10 @@ func TestCommandHelp(t *testing.T) {
 		"add":           {"url", "header", "env", "transport", "cwd", "scope", "force", "keep-secrets"},
 		"remove":        {"scope"},
 		"setup":         {"scope", "yes", "move", "keep-secrets", "command"},
+		"tools":         {"json"},
+		"doctor":        {"json"},
+		"completion":    nil,
+		"__complete":    nil,
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

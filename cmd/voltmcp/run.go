@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -117,12 +118,20 @@ type command struct {
 	// flags registers the command's own flags.
 	flags func(fs *pflag.FlagSet)
 	run   func(ctx context.Context, e *env, args []string) error
+	// hidden keeps the command out of the usage and the completions: it
+	// serves the completion scripts (__complete).
+	hidden bool
+	// choices are the words the first argument may be, for the
+	// completion scripts (completion's shells); nil when it is free.
+	choices []string
 }
 
 func commands() []*command {
 	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
 		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand(),
-		importCommand(), addCommand(), removeCommand(), setupCommand()},
+		importCommand(), addCommand(), removeCommand(), setupCommand(),
+
+		toolsCommand(), doctorCommand(), completionCommand(), completeCommand()},
 		gatewayCommands()...)
 }
 
@@ -130,6 +139,7 @@ const globalUsage = `voltmcp is an MCP gateway: one MCP server in front of all o
 
 Usage:
   voltmcp [global flags] <command> [flags] [args]
+  voltmcp --version   (what 'voltmcp version' prints)
 
 Commands:
 %s
@@ -141,7 +151,7 @@ Run 'voltmcp <command> --help' for a command's flags and examples.
 
 func printUsage(w io.Writer) {
 	var b strings.Builder
-	cmds := commands()
+	cmds := slices.DeleteFunc(commands(), func(c *command) bool { return c.hidden })
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	width := 0
 	for _, c := range cmds {
@@ -164,12 +174,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	top.SetInterspersed(false)
 	e.g.register(top)
 	help := top.BoolP("help", "h", false, "show help")
+	version := top.Bool("version", false, "print the version, as the version command does")
 	if err := top.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "voltmcp: %v\n\n", err)
 		printUsage(stderr)
 		return exitUsage
 	}
 	rest := top.Args()
+	if *version && !*help {
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "voltmcp: --version takes no command (voltmcp version prints the same)\n")
+			return exitUsage
+		}
+		return report(stderr, "version", versionCommand().run(ctx, e, nil))
+	}
 	if *help || len(rest) == 0 {
 		if len(rest) == 0 && !*help {
 			printUsage(stderr)
@@ -190,7 +208,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var cmd *command
 	var names []string
 	for _, c := range commands() {
-		names = append(names, c.name)
+		if !c.hidden {
+			names = append(names, c.name)
+		}
 		if c.name == name {
 			cmd = c
 		}

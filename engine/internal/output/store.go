@@ -119,7 +119,7 @@ type outputMeta struct {
 	// are the base64 of data of type ContentType.
 	Encoding string `json:"encoding,omitempty"`
 	Bytes    int64  `json:"bytes"` // stored bytes, after the header
-	Lines       int    `json:"lines"` // stored lines
+	Lines    int    `json:"lines"` // stored lines
 	// Set when the output was larger than the quota and was cut.
 	OriginalBytes int64  `json:"originalBytes,omitempty"`
 	OriginalLines int    `json:"originalLines,omitempty"`

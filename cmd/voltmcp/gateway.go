@@ -94,10 +94,12 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 		return res.Text
 	}
 	var d struct {
-		Action     string           `json:"action"`
-		Content    string           `json:"content"`
-		NextOffset int64            `json:"nextOffset"`
-		Cache      *engine.CacheRef `json:"cache"`
+		Action     string             `json:"action"`
+		Content    string             `json:"content"`
+		NextOffset int64              `json:"nextOffset"`
+		Cache      *engine.CacheRef   `json:"cache"`
+		Media      []engine.MediaItem `json:"media"`
+		Encoding   string             `json:"encoding"`
 	}
 	if json.Unmarshal(raw, &d) != nil {
 		return res.Text
@@ -108,12 +110,26 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 			text = text[:i] + "voltmcp read-cache " + shellQuote(d.Cache.ID) + text[i+len(d.Cache.Read):]
 		}
 	}
+	// An image or audio clip kept for read_cache: its description
+	// names the CLI's command too.
+	for _, m := range d.Media {
+		if m.Cache != nil && m.Cache.Read != "" {
+			text = strings.Replace(text, m.Cache.Read, "voltmcp read-cache "+shellQuote(m.Cache.ID), 1)
+		}
+	}
 	if d.Action == "read_cache" && d.NextOffset > 0 && strings.HasPrefix(text, d.Content) {
 		more := fmt.Sprintf("voltmcp read-cache %s --offset %d", shellQuote(in.CacheID), d.NextOffset)
 		if in.Pattern != "" {
 			more += " --pattern " + shellQuote(in.Pattern)
 		}
+		rest := text[len(d.Content):]
 		text = d.Content + "\n[more: " + more + "]"
+		if d.Encoding != "" {
+			// The page's last line says what it encodes.
+			if i := strings.LastIndex(rest, "\n["+d.Encoding+" of "); i >= 0 {
+				text += rest[i:]
+			}
+		}
 	}
 	return text
 }

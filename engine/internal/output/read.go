@@ -49,9 +49,9 @@ type ReadResult struct {
 	Truncated  bool   // more remains
 	Server     string // the server and tool of the output, as Put was given them (cut to 256 bytes)
 	Tool       string
-	// ContentType is what the output holds; with Encoding "base64" (an
-	// item kept by PutMedia), the type of the data the stored base64
-	// encodes. Encoding is empty for an output kept by Put.
+	// Encoding is "base64" for an item kept by PutMedia, and ContentType
+	// then the type of the data the stored base64 encodes; both are empty
+	// for an output kept by Put.
 	ContentType string
 	Encoding    string
 }
@@ -98,8 +98,10 @@ func (s *Store) Read(id string, req ReadRequest) (ReadResult, error) {
 	}
 	defer f.Close()
 	r := io.NewSectionReader(f, dataOff, meta.Bytes)
-	res := ReadResult{TotalBytes: meta.Bytes, TotalLines: meta.Lines, Server: meta.Server, Tool: meta.Tool,
-		ContentType: meta.ContentType, Encoding: meta.Encoding}
+	res := ReadResult{TotalBytes: meta.Bytes, TotalLines: meta.Lines, Server: meta.Server, Tool: meta.Tool}
+	if meta.Encoding != "" {
+		res.ContentType, res.Encoding = meta.ContentType, meta.Encoding
+	}
 
 	// The span [from, to) to read, and the number of the line at from.
 	from, to, line := req.Offset, meta.Bytes, 0

@@ -111,19 +111,34 @@ func merge(docs []*layerDoc, include func(Layer) bool, o Options, d *diags) *Con
 		}
 	}
 	cfg := &Config{Sources: map[string]Origin{}}
-	// A project layer may lower the limits, never raise them: where the
-	// merged value is above the user layers' own, the user layers' wins.
-	if l := settings.get("limits"); l != nil {
-		user := mergeSettings(docs, func(l Layer) bool { return include(l) && !l.IsProject() }, o.Schema.defSettings).get("limits")
+	// A project layer may lower the limits and the media caps, and turn
+	// media inlining off, never the other way: where the merged value is
+	// above the user layers' own (or true where theirs is false), the
+	// user layers' wins.
+	var user *node
+	for _, block := range []string{"limits", "media"} {
+		l := settings.get(block)
+		if l == nil {
+			continue
+		}
+		if user == nil {
+			user = mergeSettings(docs, func(l Layer) bool { return include(l) && !l.IsProject() }, o.Schema.defSettings)
+		}
+		ub := user.get(block)
 		for _, f := range l.fields {
-			u := user.get(f.key)
-			if u == nil || u.kind != kindNumber || f.value.kind != kindNumber {
-				continue
-			}
-			uv, err1 := strconv.ParseInt(u.str, 10, 64)
-			mv, err2 := strconv.ParseInt(f.value.str, 10, 64)
-			if err1 == nil && err2 == nil && mv > uv {
-				l.set(f.key, u.clone())
+			u := ub.get(f.key)
+			switch {
+			case u == nil || u.kind != f.value.kind:
+			case u.kind == kindBool:
+				if f.value.bool && !u.bool {
+					l.set(f.key, u.clone())
+				}
+			case u.kind == kindNumber:
+				uv, err1 := strconv.ParseInt(u.str, 10, 64)
+				mv, err2 := strconv.ParseInt(f.value.str, 10, 64)
+				if err1 == nil && err2 == nil && mv > uv {
+					l.set(f.key, u.clone())
+				}
 			}
 		}
 	}

@@ -79,14 +79,29 @@ type Settings struct {
 	OutputCacheTtlMs    int64  `json:"outputCacheTtlMs"`
 	OutputCacheMaxBytes int64  `json:"outputCacheMaxBytes"`
 	DirectTools         bool   `json:"directTools"`
-	Resources           string `json:"resources"`
-	Prompts             string `json:"prompts"`
+	// Media says which images and audio reach the agent as they are.
+	Media     Media  `json:"media"`
+	Resources string `json:"resources"`
+	Prompts   string `json:"prompts"`
 	// Plugins come from user layers only; paths are absolute.
 	Plugins Plugins `json:"plugins"`
 	// Limits are the gateway-wide bounds on what servers send.
 	Limits Limits `json:"limits"`
 	// Audit comes from user layers only.
 	Audit Audit `json:"audit"`
+}
+
+// Media is settings.media: which images, audio and embedded image or
+// audio blobs of a tool's answer are passed to the agent as MCP content.
+type Media struct {
+	// Inline passes them on, up to the caps; false describes each (its
+	// type and size) in the text instead.
+	Inline bool `json:"inline"`
+	// MaxItemBytes caps one item's data, before base64; a larger item is
+	// described and kept in the output store.
+	MaxItemBytes int64 `json:"maxItemBytes"`
+	// MaxAnswerBytes caps the data of all the items of one answer.
+	MaxAnswerBytes int64 `json:"maxAnswerBytes"`
 }
 
 // Audit is settings.audit.

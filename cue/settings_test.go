@@ -27,6 +27,30 @@ func TestLimitsOnlyNarrowFromProjects(t *testing.T) {
 	}
 }
 
+// TestMediaOnlyNarrowsFromProjects: settings.media defaults to inline
+// with caps of 256 KiB an item and 1 MiB an answer; a project layer may
+// turn inlining off and lower the caps, never turn it on or raise them.
+func TestMediaOnlyNarrowsFromProjects(t *testing.T) {
+	def := load(t, map[Layer]string{LayerUser: `{"version":1}`}).Config.Settings.Media
+	if def != (Media{Inline: true, MaxItemBytes: 262144, MaxAnswerBytes: 1048576}) {
+		t.Errorf("default media = %+v", def)
+	}
+	res := load(t, map[Layer]string{
+		LayerUser:    `{"version":1,"settings":{"media":{"inline":false,"maxItemBytes":1000}}}`,
+		LayerProject: `{"version":1,"settings":{"media":{"inline":true,"maxItemBytes":5000000,"maxAnswerBytes":2000}}}`,
+	})
+	if m := res.Config.Settings.Media; m != (Media{Inline: false, MaxItemBytes: 1000, MaxAnswerBytes: 2000}) {
+		t.Errorf("media = %+v: a project widened it, or could not narrow it", m)
+	}
+	res = load(t, map[Layer]string{
+		LayerUser:    `{"version":1}`,
+		LayerProject: `{"version":1,"settings":{"media":{"inline":false}}}`,
+	})
+	if res.Config.Settings.Media.Inline {
+		t.Error("a project could not turn media inlining off")
+	}
+}
+
 func TestPluginsComeFromUserLayers(t *testing.T) {
 	sum := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	files := map[Layer]string{

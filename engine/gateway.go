@@ -57,11 +57,14 @@ type GatewayInput struct {
 
 // GatewayResult is the answer of the mcp tool: Data is the structured
 // result, Text its rendering for the model, and IsError marks a failure
-// the model should see as one.
+// the model should see as one. Attachments are the images, audio and
+// embedded blobs of a call passed to the agent as MCP content after the
+// text (settings.media); Text describes each of them in its place.
 type GatewayResult struct {
-	Data    any
-	Text    string
-	IsError bool
+	Data        any
+	Text        string
+	IsError     bool
+	Attachments []Attachment
 }
 
 // Search bounds.

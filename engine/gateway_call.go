@@ -28,6 +28,9 @@ type CallResult struct {
 	Structured any         `json:"structuredContent,omitempty"`
 	Truncation *Truncation `json:"truncation,omitempty"`
 	Cache      *CacheRef   `json:"cache,omitempty"`
+	// Media says what became of each image, audio clip and embedded
+	// blob of the content: passed on, or described and why.
+	Media []MediaItem `json:"media,omitempty"`
 	// Notes say what shaping did, such as "removed 3 control, escape or
 	// invisible characters".
 	Notes []string `json:"notes,omitempty"`
@@ -116,7 +119,10 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 		if res.IsError {
 			out.Status = "failed"
 		}
-		text := output.Render(res.Content)
+		// Images and audio may wait (the policies, the sidecar).
+		notes, media, attach := e.media(turn.WithYield(ctx, yield), s, t.Name, ti.Risk, res.Content)
+		out.Media = media
+		text := output.RenderNoted(res.Content, notes)
 		if text == "" && res.StructuredContent != nil {
 			b, _ := json.Marshal(res.StructuredContent)
 			text = string(b)
@@ -149,7 +155,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 			cacheID = out.Cache.ID
 		}
 		record(out.Status, text, cacheID, out.Truncation != nil)
-		then(yield, GatewayResult{Data: out, Text: callText(out), IsError: res.IsError})
+		then(yield, GatewayResult{Data: out, Text: callText(out), IsError: res.IsError, Attachments: attach})
 	})
 }
 
@@ -493,9 +499,15 @@ func (e *Engine) gwReadCache(in GatewayInput) GatewayResult {
 	data := map[string]any{"action": "read_cache", "cacheId": in.CacheID, "server": r.Server, "tool": r.Tool,
 		"offset": r.Offset, "totalBytes": r.TotalBytes, "totalLines": r.TotalLines, "content": r.Content}
 	text := r.Content
+	if r.Encoding != "" {
+		data["contentType"], data["encoding"] = r.ContentType, r.Encoding
+	}
 	if r.Truncated && r.NextOffset > 0 {
 		data["nextOffset"] = r.NextOffset
 		text += fmt.Sprintf("\n[more: mcp({\"action\":\"read_cache\",\"cacheId\":%q,\"offset\":%d})]", in.CacheID, r.NextOffset)
+	}
+	if r.Encoding != "" {
+		text += fmt.Sprintf("\n[%s of %s data]", r.Encoding, output.CleanText(r.ContentType, 128))
 	}
 	return gwOK(data, text)
 }

@@ -485,8 +485,10 @@ func TestHostileFloods(t *testing.T) {
 		{mcptest.ModeFloodResult, mcptest.ToolFloodResult, nil, true, "maxMessageBytes"},
 		// A 6 MiB PNG is 8 MiB of base64: refused likewise.
 		{mcptest.ModeBinaryResult, mcptest.ToolImage, nil, true, "maxMessageBytes"},
-		// Binary parts are described, never inlined.
-		{mcptest.ModeBinaryResult, mcptest.ToolMixed, nil, false, "[image image/png, 65536 bytes]"},
+		// The 64 KiB image passes (settings.media); the 1 MiB blob of
+		// no image or audio type is described.
+		{mcptest.ModeBinaryResult, mcptest.ToolMixed, nil, false, "[image image/png, 65536 bytes: attached as image content]"},
+		{mcptest.ModeBinaryResult, mcptest.ToolMixed, nil, false, "1048576 bytes: not passed on"},
 	} {
 		t.Run(c.mode+"/"+c.tool, func(t *testing.T) {
 			e := hostile(t, c.mode, map[string]any{"maxMessageBytes": 4 << 20}, nil)

@@ -312,11 +312,28 @@ func encodeLeanResult(r GatewayResult, complete bool) ([]byte, error) {
 
 // encodeLeanResultJSON is encodeLeanResult with encoding/json.
 func encodeLeanResultJSON(r GatewayResult, complete bool) ([]byte, error) {
+	if len(r.Attachments) > 0 {
+		// The content blocks as toolResult builds them, each encoded by
+		// the SDK's own MarshalJSON.
+		w := leanMediaResultWire{Content: r.content(), StructuredContent: r.Data, IsError: r.IsError}
+		if complete {
+			w.ResultType = "complete"
+		}
+		return json.Marshal(w)
+	}
 	w := leanResultWire{Content: [1]leanTextWire{{Type: "text", Text: r.Text}}, StructuredContent: r.Data, IsError: r.IsError}
 	if complete {
 		w.ResultType = "complete"
 	}
 	return json.Marshal(w)
+}
+
+// leanMediaResultWire is leanResultWire for a result with attachments.
+type leanMediaResultWire struct {
+	Content           []mcp.Content `json:"content"`
+	StructuredContent any           `json:"structuredContent,omitempty"`
+	IsError           bool          `json:"isError,omitempty"`
+	ResultType        string        `json:"resultType,omitempty"`
 }
 
 // callAnswer is r as the jsonwire.CallAnswer whose encoding is r's,
@@ -325,7 +342,8 @@ func encodeLeanResultJSON(r GatewayResult, complete bool) ([]byte, error) {
 // other r.
 func callAnswer(r GatewayResult, complete bool) (jsonwire.CallAnswer, bool) {
 	d, ok := r.Data.(CallResult)
-	if !ok {
+	if !ok || len(r.Attachments) > 0 || len(d.Media) > 0 {
+		// Images and audio are encoding/json's (encodeLeanResultJSON).
 		return jsonwire.CallAnswer{}, false
 	}
 	a := jsonwire.CallAnswer{Text: r.Text, IsError: r.IsError, Complete: complete, Data: jsonwire.CallData{

@@ -23,6 +23,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/engine/internal/auditq"
+	"github.com/voltmcp/voltmcp/internal/mcptest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
@@ -261,7 +262,7 @@ func TestLeanHTTPMatchesSDK(t *testing.T) {
 // leanServeMatchesSDK makes the same calls through the lean path, on
 // stdio or on HTTP, and through the SDK's server, and compares them.
 func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
-	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
+	e := start(t, workspace(t, map[string]server{"s": stdio(mcptest.ModeMedia, nil)}, nil))
 	ctx := testwait.Context(t)
 	lean := newLeanServe(ctx, e)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
@@ -294,6 +295,11 @@ func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
 		{"action": "call", "server": "s", "tool": "echo", "arguments": map[string]any{"text": "same"}},
 		{"action": "call", "server": "s", "tool": "add", "argumentsJson": `{"a": 2, "b": 3}`},
 		{"action": "call", "server": "s", "tool": "fail"},
+		// Images, audio and embedded blobs: passed on, and a lie described.
+		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "image", "mimeType": "image/png", "bytes": 300, "count": 2}},
+		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "audio", "mimeType": "audio/wav", "magic": "wav", "bytes": 30}},
+		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "resource", "mimeType": "image/jpeg", "magic": "jpeg", "bytes": 30}},
+		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "image", "mimeType": "image/png", "magic": "elf", "bytes": 30}},
 		{"action": "call", "server": "s", "tool": "ecko"},
 		{"action": "call", "server": "s", "tool": "add", "argumentsJson": `{"a": `},
 		{"action": "describe", "server": "s", "tool": "echo"},
@@ -449,6 +455,10 @@ func TestEncodeLeanResultMatchesSDK(t *testing.T) {
 		{Text: "cut", Data: CallResult{Server: "s", Tool: "t", Status: "failed", Content: "cut", Notes: []string{"n"},
 			Truncation: &Truncation{Truncated: true, ReturnedBytes: 3, TotalBytes: 9}, Cache: &CacheRef{ID: "mcpout_x", Read: "r"}}},
 		gwError("no server %q", "x"),
+		{Text: "[image image/png, 9 bytes: attached as image content]", Data: CallResult{Server: "s", Tool: "shot", Status: "completed",
+			Media: []MediaItem{{Kind: "image", MIMEType: "image/png", Bytes: 9, Inline: true}, {Kind: "audio", MIMEType: "audio/x", Bytes: 1, Reason: "no"}}},
+			Attachments: []Attachment{{Kind: "image", MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n\x00")},
+				{Kind: "audio", MIMEType: "audio/ogg", Data: []byte("OggS")}, {Kind: "resource", MIMEType: "image/gif", URI: "file:///a<b>", Data: []byte("GIF89a")}}},
 	} {
 		got, err := encodeLeanResult(r, false)
 		if err != nil {

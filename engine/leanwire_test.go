@@ -18,6 +18,7 @@ func TestCallAnswerMirrorsCallResult(t *testing.T) {
 		{reflect.TypeFor[CallResult](), reflect.TypeFor[jsonwire.CallData]()},
 		{reflect.TypeFor[Truncation](), reflect.TypeFor[jsonwire.Truncation]()},
 		{reflect.TypeFor[CacheRef](), reflect.TypeFor[jsonwire.CacheRef]()},
+		{reflect.TypeFor[MediaItem](), reflect.TypeFor[jsonwire.MediaItem]()},
 	} {
 		e, w := pair[0], pair[1]
 		if e.NumField() != w.NumField() {
@@ -59,6 +60,8 @@ func TestCallAnswerEncodesAsCallResult(t *testing.T) {
 		{GatewayResult{Text: "nil raw", Data: CallResult{Structured: json.RawMessage(nil)}}, false},
 		{GatewayResult{Text: "decoded", Data: CallResult{Structured: map[string]any{"a": 1}}}, false},
 		{GatewayResult{Text: "not a call", Data: map[string]any{"a": 1}}, false},
+		{GatewayResult{Text: "media", Data: CallResult{Media: []MediaItem{{Kind: "image"}}}}, false},
+		{GatewayResult{Text: "attached", Data: CallResult{}, Attachments: []Attachment{{Kind: "image", MIMEType: "image/png", Data: []byte{1}}}}, false},
 	} {
 		for _, complete := range []bool{false, true} {
 			if _, ok := callAnswer(c.r, complete); ok != c.hand {

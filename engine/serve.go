@@ -181,7 +181,7 @@ func (in *GatewayInput) fastDecode(raw []byte) bool {
 // toolResult is the mcp tool's result: the text as one text block, and
 // the data as structured content.
 func toolResult(r GatewayResult) *mcp.CallToolResult {
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
+	res := &mcp.CallToolResult{Content: r.content(), IsError: r.IsError}
 	if r.Data != nil {
 		res.StructuredContent = r.Data
 	}

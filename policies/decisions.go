@@ -182,6 +182,49 @@ type RemoteInput struct {
 	AuthFlow string `json:"auth_flow,omitempty"`
 }
 
+// MediaInput is the input document of the voltmcp.media decision: one
+// binary item of a tool's answer that the gateway would pass to the
+// agent as it is.
+type MediaInput struct {
+	Server MediaServer `json:"server"`
+	Tool   string      `json:"tool"`
+	// Risk is the tool's risk class; Surface the caller, as in
+	// ToolInput.
+	Risk    string    `json:"risk"`
+	Surface string    `json:"surface"`
+	Item    MediaItem `json:"item"`
+}
+
+// MediaServer is the server part of a MediaInput.
+type MediaServer struct {
+	ID string `json:"id"`
+	// Scope is "user" or "project".
+	Scope string `json:"scope"`
+}
+
+// MediaItem is the item a MediaInput asks about.
+type MediaItem struct {
+	// Kind is "image", "audio" or "resource" (an embedded resource's
+	// blob).
+	Kind string `json:"kind"`
+	// MIMEType is the item's type as the gateway's allow list names it,
+	// which the data's first bytes were checked against.
+	MIMEType string `json:"mime_type"`
+	// Bytes is the size of the data, before base64.
+	Bytes int `json:"bytes"`
+	// URI is an embedded resource's, else "".
+	URI string `json:"uri"`
+}
+
+// MediaDecision says whether a binary item may reach the agent as it
+// is.
+type MediaDecision struct {
+	Inline  bool     `json:"inline"`
+	Reasons []Reason `json:"reasons"`
+	// Err is why the policies could not decide, as in TrustDecision.
+	Err error `json:"-"`
+}
+
 // Decision is a plain allow-or-deny decision.
 type Decision struct {
 	Allow   bool     `json:"allow"`
@@ -223,6 +266,17 @@ func (p *Policies) Remote(ctx context.Context, in RemoteInput) Decision {
 	return d
 }
 
+// Media decides whether an image, audio clip or embedded image or
+// audio blob may be passed to the agent as it is. It fails closed: on
+// any policy error the item is not inlined and Err is the error.
+func (p *Policies) Media(ctx context.Context, in MediaInput) MediaDecision {
+	d, err := decideTyped(ctx, p, AreaMedia, in, p.decodeMedia)
+	if err != nil {
+		return MediaDecision{Reasons: []Reason{p.failReason(AreaMedia, err)}, Err: err}
+	}
+	return d
+}
+
 // cloner is a decision that can copy itself, so memoized values are never
 // shared with callers.
 type cloner[T any] interface{ clone() T }
@@ -230,6 +284,10 @@ type cloner[T any] interface{ clone() T }
 func (d TrustDecision) clone() TrustDecision { d.Reasons = slices.Clone(d.Reasons); return d }
 func (d ToolDecision) clone() ToolDecision   { d.Reasons = slices.Clone(d.Reasons); return d }
 func (d Decision) clone() Decision           { d.Reasons = slices.Clone(d.Reasons); return d }
+func (d MediaDecision) clone() MediaDecision {
+	d.Reasons = slices.Clone(d.Reasons)
+	return d
+}
 
 // decideTyped evaluates one area with memoization. Errors are never
 // memoized, so a timeout under load does not stick.
@@ -309,6 +367,21 @@ func (p *Policies) decodeRemote(v any) (Decision, error) {
 	return Decision{Allow: w.Allow, Reasons: rs}, nil
 }
 
+func (p *Policies) decodeMedia(v any) (MediaDecision, error) {
+	var w struct {
+		Inline  bool         `json:"inline"`
+		Reasons []wireReason `json:"reasons"`
+	}
+	if err := decode(v, &w, "inline", "reasons"); err != nil {
+		return MediaDecision{}, err
+	}
+	rs, err := p.reasons(AreaMedia, w.Reasons)
+	if err != nil {
+		return MediaDecision{}, err
+	}
+	return MediaDecision{Inline: w.Inline, Reasons: rs}, nil
+}
+
 // Eval evaluates one area's decision on a raw JSON input, bypassing the
 // memo, for the CLI and for people writing policies. It returns the typed
 // decision as JSON (with reason locations; for redact, the redaction spec)
@@ -341,6 +414,8 @@ func (p *Policies) Eval(ctx context.Context, area string, input []byte, explain 
 			out, err = p.decodeRemote(v)
 		case AreaRedact:
 			out, err = decodeRedact(v)
+		case AreaMedia:
+			out, err = p.decodeMedia(v)
 		}
 	}
 	if err != nil {
@@ -354,6 +429,8 @@ func (p *Policies) Eval(ctx context.Context, area string, input []byte, explain 
 			out = Decision{Reasons: []Reason{r}}
 		case AreaRedact:
 			out = p.fallbackSpec(ctx, input)
+		case AreaMedia:
+			out = MediaDecision{Reasons: []Reason{r}}
 		}
 	}
 	raw, merr := json.MarshalIndent(out, "", "  ")

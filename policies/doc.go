@@ -1,10 +1,11 @@
 // Package policies evaluates voltmcp's security decisions as Rego policies.
 //
-// Four decision areas each live in one Rego package with one entrypoint,
+// Five decision areas each live in one Rego package with one entrypoint,
 // decision: voltmcp.trust (may a project's MCP config load?),
 // voltmcp.tools (is a tool exposed, and may it be called?), voltmcp.remote
-// (may a caller run an RPC or daemon command?) and voltmcp.redact (what is
-// secret?). The default policies are embedded (see the rego directory) and
+// (may a caller run an RPC or daemon command?), voltmcp.redact (what is
+// secret?) and voltmcp.media (may an image or audio clip of an answer
+// reach the agent as it is?). The default policies are embedded (see the rego directory) and
 // reproduce the gateway's built-in rules. Security teams extend them with
 // their own files: deny, hide and allow rules for users, deny-only rules for
 // projects.

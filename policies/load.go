@@ -33,10 +33,11 @@ const (
 	AreaTools  = "tools"
 	AreaRemote = "remote"
 	AreaRedact = "redact"
+	AreaMedia  = "media"
 )
 
 // Areas returns the decision areas in a fixed order.
-func Areas() []string { return []string{AreaTrust, AreaTools, AreaRemote, AreaRedact} }
+func Areas() []string { return []string{AreaTrust, AreaTools, AreaRemote, AreaRedact, AreaMedia} }
 
 // extensionRules are the rules each area lets user files add to; all must
 // be multi-value rules ("name contains value if ...").
@@ -46,7 +47,7 @@ func extensionRules(area string) []string {
 		return []string{"deny", "allow"}
 	case AreaTools:
 		return []string{"deny", "hide", "allow"}
-	case AreaRemote:
+	case AreaRemote, AreaMedia:
 		return []string{"deny"}
 	case AreaRedact:
 		return []string{"secret_key", "secret_pattern", "secret_env"}
@@ -277,11 +278,11 @@ func validate(srcs []source) error {
 		a := areaOf(m)
 		if a == "" {
 			if pkg == "voltmcp" || strings.HasPrefix(pkg, "voltmcp.") {
-				errs = append(errs, errAt(m.Package.Location, "package %s is reserved: policy files extend voltmcp.trust, voltmcp.tools, voltmcp.remote or voltmcp.redact", pkg))
+				errs = append(errs, errAt(m.Package.Location, "package %s is reserved: policy files extend voltmcp.trust, voltmcp.tools, voltmcp.remote, voltmcp.redact or voltmcp.media", pkg))
 				continue
 			}
 			if s.origin == fromProject {
-				errs = append(errs, errAt(m.Package.Location, "project policy must use package voltmcp.trust, voltmcp.tools, voltmcp.remote or voltmcp.redact, not %s", pkg))
+				errs = append(errs, errAt(m.Package.Location, "project policy must use package voltmcp.trust, voltmcp.tools, voltmcp.remote, voltmcp.redact or voltmcp.media, not %s", pkg))
 			}
 			continue
 		}

@@ -107,10 +107,12 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 		return res.Text
 	}
 	var d struct {
-		Action     string           `json:"action"`
-		Content    string           `json:"content"`
-		NextOffset int64            `json:"nextOffset"`
-		Cache      *engine.CacheRef `json:"cache"`
+		Action     string             `json:"action"`
+		Content    string             `json:"content"`
+		NextOffset int64              `json:"nextOffset"`
+		Cache      *engine.CacheRef   `json:"cache"`
+		Media      []engine.MediaItem `json:"media"`
+		Encoding   string             `json:"encoding"`
 	}
 	if json.Unmarshal(raw, &d) != nil {
 		return res.Text
@@ -121,12 +123,26 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 			text = text[:i] + "voltmcp read-cache " + shellQuote(d.Cache.ID) + text[i+len(d.Cache.Read):]
 		}
 	}
+	// An image or audio clip kept for read_cache: its description
+	// names the CLI's command too.
+	for _, m := range d.Media {
+		if m.Cache != nil && m.Cache.Read != "" {
+			text = strings.Replace(text, m.Cache.Read, "voltmcp read-cache "+shellQuote(m.Cache.ID), 1)
+		}
+	}
 	if d.Action == "read_cache" && d.NextOffset > 0 && strings.HasPrefix(text, d.Content) {
 		more := fmt.Sprintf("voltmcp read-cache %s --offset %d", shellQuote(in.CacheID), d.NextOffset)
 		if in.Pattern != "" {
 			more += " --pattern " + shellQuote(in.Pattern)
 		}
+		rest := text[len(d.Content):]
 		text = d.Content + "\n[more: " + more + "]"
+		if d.Encoding != "" {
+			// The page's last line says what it encodes.
+			if i := strings.LastIndex(rest, "\n["+d.Encoding+" of "); i >= 0 {
+				text += rest[i:]
+			}
+		}
 	}
 	return text
 }
@@ -156,7 +172,7 @@ func gatewayCommands() []*command {
 		gatewayCommand("describe", "describe", "show one tool's description, risk and input schema",
 			"Usage: voltmcp describe SERVER TOOL [--json]\n\nShows one tool from the metadata cache: its title, risk and why, behaviour\nhints, description, and its input schema as a table of arguments (type,\nrequired, description). --json prints exactly what the mcp tool's describe\naction returns, the schema as JSON.\n\nExample:\n  voltmcp describe filesystem read_text_file", []string{"SERVER", "TOOL"}, nil),
 		gatewayCommand("call", "call", "call a tool of a server, as the mcp tool does",
-			"Usage: voltmcp call SERVER TOOL [--args JSON] [--json]\n\nStarts the server if needed, calls the tool, and prints the result capped\nlike an agent sees it; a longer output is kept for 'voltmcp read-cache'.\n\nExample:\n  voltmcp call filesystem list_directory --args '{\"path\": \".\"}'",
+			"Usage: voltmcp call SERVER TOOL [--args JSON] [--json]\n\nStarts the server if needed, calls the tool, and prints the result capped\nlike an agent sees it; a longer output is kept for 'voltmcp read-cache'.\nAn image or audio clip is one description line, never its bytes (the\nagent gets it as MCP content, settings.media); --json lists each in media.\n\nExample:\n  voltmcp call filesystem list_directory --args '{\"path\": \".\"}'",
 			[]string{"SERVER", "TOOL"}, argsFlag),
 		gatewayCommand("connect", "connect", "connect a server now and cache its tools; prints its status and tool count",
 			"Usage: voltmcp connect SERVER [--json]\n\nConnects the server now (starting its process for a stdio server) and lists\nits tools, resources and prompts into the metadata cache. Prints what the\nmcp tool's connect action answers, one line of JSON: the server, its status\nand how many tools it has, and the error when it failed (exit 1):\n\n  {\"action\":\"connect\",\"server\":\"github\",\"status\":\"ready\",\"tools\":12}\n\nThe tools themselves: 'voltmcp status SERVER' or 'voltmcp search QUERY'.\nThe connection ends with the command; 'voltmcp serve' keeps servers\nrunning for an agent.\n\nExample:\n  voltmcp connect github", []string{"SERVER"}, nil),

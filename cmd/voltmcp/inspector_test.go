@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -108,6 +109,34 @@ func TestInspectorCLI(t *testing.T) {
 		})
 		if !strings.Contains(out, "hi from inspector") {
 			t.Fatalf("echo result lacks the message: %s", out)
+		}
+	})
+	// An image the server sends reaches the Inspector as image content
+	// (settings.media), the bytes server-everything sent.
+	t.Run("image", func(t *testing.T) {
+		out := callMCP(t, map[string]any{"action": "call", "server": "everything", "tool": "get-tiny-image"})
+		var res struct {
+			Content []struct {
+				Type     string `json:"type"`
+				MIMEType string `json:"mimeType"`
+				Data     []byte `json:"data"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		var images int
+		for _, c := range res.Content {
+			if c.Type != "image" {
+				continue
+			}
+			images++
+			if c.MIMEType != "image/png" || !bytes.HasPrefix(c.Data, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Errorf("image %s, %d bytes: not the server's PNG", c.MIMEType, len(c.Data))
+			}
+		}
+		if images != 1 {
+			t.Fatalf("%d image blocks, want 1: %s", images, out)
 		}
 	})
 	// Each Inspector run starts its own voltmcp serve: the search finds

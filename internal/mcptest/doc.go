@@ -111,6 +111,9 @@
 //     [FloodProgressToken], which the client never sent.
 //   - flood-result (SDK): a tool [ToolFloodResult] answering 50 MiB of
 //     text in one message, over the go-sdk's default 16 MiB cap.
+//   - media (SDK): behave plus [ToolMedia], which answers with images,
+//     audio or embedded blobs of the kind, declared type, real content
+//     ([MediaData]) and size asked for.
 //   - binary-result (SDK): tools [ToolImage] (a 6 MiB PNG), [ToolAudio]
 //     (2 MiB WAV) and [ToolMixed] (text, a 64 KiB image, an embedded 1 MiB
 //     binary resource and a resource link); the bytes are [Blob].

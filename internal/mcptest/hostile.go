@@ -518,6 +518,8 @@ func addHostile(s *mcp.Server, mode string) {
 		addBinaryResult(s)
 	case ModeHugeResource:
 		addHugeResource(s)
+	case ModeMedia:
+		addMedia(s)
 	}
 }
 

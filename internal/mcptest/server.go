@@ -70,7 +70,7 @@ func isSDKMode(mode string) bool {
 	switch mode {
 	case ModeBehave, ModeHangCall, ModeCrashCall, ModeGrandchild, ModeIgnoreSIGTERM, ModeFloodStderr, ModeListChanged,
 		ModeHostileText, ModeFloodResult, ModeBinaryResult, ModeHugeResource,
-		ModeSetsidGrandchild, ModeSegvCall:
+		ModeSetsidGrandchild, ModeSegvCall, ModeMedia:
 		return true
 	}
 	return false
@@ -99,7 +99,7 @@ func isRawHTTPMode(mode string) bool {
 // stderr).
 func isHTTPMode(mode string) bool {
 	switch mode {
-	case ModeBehave, ModeHangCall, ModeListChanged, ModeFloodResult, ModeBinaryResult, ModeHugeResource:
+	case ModeBehave, ModeHangCall, ModeListChanged, ModeFloodResult, ModeBinaryResult, ModeHugeResource, ModeMedia:
 		return true
 	}
 	return false

@@ -31,7 +31,20 @@ type CallData struct {
 	Structured json.RawMessage `json:"structuredContent,omitempty"`
 	Truncation *Truncation     `json:"truncation,omitempty"`
 	Cache      *CacheRef       `json:"cache,omitempty"`
-	Notes      []string        `json:"notes,omitempty"`
+	// Media is not written by hand: AppendCallAnswer declines a CallData
+	// that has any.
+	Media []MediaItem `json:"media,omitempty"`
+	Notes []string    `json:"notes,omitempty"`
+}
+
+// MediaItem is one entry of [CallData.Media], the engine's MediaItem.
+type MediaItem struct {
+	Kind     string    `json:"kind"`
+	MIMEType string    `json:"mimeType"`
+	Bytes    int       `json:"bytes"`
+	Inline   bool      `json:"inline"`
+	Reason   string    `json:"reason,omitempty"`
+	Cache    *CacheRef `json:"cache,omitempty"`
 }
 
 // Truncation says how much of an output a [CallData] shows.
@@ -77,11 +90,11 @@ func marshalCallAnswer(a CallAnswer) ([]byte, error) {
 // json.Marshal encodes it, sparing the answer encoding/json's
 // reflection. It reports false, having appended nothing, when a's
 // structured content is set but is not JSON that encoding/json would
-// copy as it is ([CompactRaw]): the caller then leaves the whole answer
-// to encoding/json.
+// copy as it is ([CompactRaw]), or a has media items: the caller then
+// leaves the whole answer to encoding/json.
 func AppendCallAnswer(b []byte, a CallAnswer) ([]byte, bool) {
 	d := &a.Data
-	if d.Structured != nil && !CompactRaw(d.Structured) {
+	if (d.Structured != nil && !CompactRaw(d.Structured)) || len(d.Media) > 0 {
 		return b, false
 	}
 	b = append(b, `{"content":[{"type":"text","text":`...)

@@ -9,10 +9,14 @@
 // lines, on a line or UTF-8 boundary ([CutPoint]); [ClipUTF8] and
 // [CountLines] are the one UTF-8 clipping and line count the engine uses.
 // [Render] and [RenderResource] turn MCP content into the text that is
-// cleaned and capped.
+// cleaned and capped; [RenderNoted] adds what became of each binary item.
+// [MediaItems] finds a content's images, audio and embedded blobs, and
+// [CheckMedia] holds one to the allow list of image and audio types and
+// their magic bytes before it may be passed on as it is.
 // A [Store] keeps the whole of an output whose inline copy was cut, one
 // directory per workspace with a TTL and a quota, and reads it back a
-// page at a time ([Store.Read], the read_cache action).
+// page at a time ([Store.Read], the read_cache action); [Store.PutMedia]
+// keeps an image or audio item too large to pass on, as base64.
 //
 // The package decides nothing about whether an output is cut: the caller
 // passes its limits and calls Put when it wants the whole kept. It knows

@@ -49,6 +49,11 @@ type ReadResult struct {
 	Truncated  bool   // more remains
 	Server     string // the server and tool of the output, as Put was given them (cut to 256 bytes)
 	Tool       string
+	// Encoding is "base64" for an item kept by PutMedia, and ContentType
+	// then the type of the data the stored base64 encodes; both are empty
+	// for an output kept by Put.
+	ContentType string
+	Encoding    string
 }
 
 // Read returns a page of the output id. A page ends on a UTF-8 boundary,
@@ -94,6 +99,9 @@ func (s *Store) Read(id string, req ReadRequest) (ReadResult, error) {
 	defer f.Close()
 	r := io.NewSectionReader(f, dataOff, meta.Bytes)
 	res := ReadResult{TotalBytes: meta.Bytes, TotalLines: meta.Lines, Server: meta.Server, Tool: meta.Tool}
+	if meta.Encoding != "" {
+		res.ContentType, res.Encoding = meta.ContentType, meta.Encoding
+	}
 
 	// The span [from, to) to read, and the number of the line at from.
 	from, to, line := req.Offset, meta.Bytes, 0

@@ -11,16 +11,21 @@ import (
 // model reads, one item a line. Text is kept as it is (Clean runs
 // after); images, audio and blobs are described by type and size, never
 // inlined; a resource link by its URI.
-func Render(items []mcp.Content) string {
+func Render(items []mcp.Content) string { return RenderNoted(items, nil) }
+
+// RenderNoted is [Render] with a note on binary items: the description
+// of the item at index i (an image, audio, or an embedded resource's
+// blob) ends with notes[i], when there is one, inside its brackets.
+func RenderNoted(items []mcp.Content, notes map[int]string) string {
 	var parts []string
-	for _, c := range items {
+	for i, c := range items {
 		switch v := c.(type) {
 		case *mcp.TextContent:
 			parts = append(parts, v.Text)
 		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes%s]", v.MIMEType, len(v.Data), notes[i]))
 		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes%s]", v.MIMEType, len(v.Data), notes[i]))
 		case *mcp.ResourceLink:
 			parts = append(parts, fmt.Sprintf("[resource link %s]", v.URI))
 		case *mcp.EmbeddedResource:
@@ -30,7 +35,7 @@ func Render(items []mcp.Content) string {
 			if v.Resource.Text != "" {
 				parts = append(parts, v.Resource.Text)
 			} else {
-				parts = append(parts, fmt.Sprintf("[resource %s, %s, %d bytes]", v.Resource.URI, v.Resource.MIMEType, len(v.Resource.Blob)))
+				parts = append(parts, fmt.Sprintf("[resource %s, %s, %d bytes%s]", v.Resource.URI, v.Resource.MIMEType, len(v.Resource.Blob), notes[i]))
 			}
 		default:
 			parts = append(parts, "[content of an unknown type]")

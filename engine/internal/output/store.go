@@ -3,6 +3,7 @@ package output
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -114,8 +115,11 @@ type outputMeta struct {
 	Tool        string `json:"tool"`
 	Created     int64  `json:"created"` // Unix nanoseconds
 	ContentType string `json:"contentType"`
-	Bytes       int64  `json:"bytes"` // stored bytes, after the header
-	Lines       int    `json:"lines"` // stored lines
+	// Encoding is "base64" for media kept by PutMedia: the stored bytes
+	// are the base64 of data of type ContentType.
+	Encoding string `json:"encoding,omitempty"`
+	Bytes    int64  `json:"bytes"` // stored bytes, after the header
+	Lines    int    `json:"lines"` // stored lines
 	// Set when the output was larger than the quota and was cut.
 	OriginalBytes int64  `json:"originalBytes,omitempty"`
 	OriginalLines int    `json:"originalLines,omitempty"`
@@ -187,6 +191,24 @@ func validOutputID(id string) bool {
 // is cut to fit it, and the stored header records its original size. Its
 // errors name no path.
 func (s *Store) Put(server, tool string, data []byte) (id string, err error) {
+	return s.put(server, tool, contentType(data), "", data)
+}
+
+// PutMedia stores binary data of type mimeType (an image or audio item
+// too large to pass inline) as its standard base64, one line, which
+// [Store.Read] pages through as text and reports with the type and the
+// encoding. An item larger than the quota is refused rather than cut:
+// the beginning of an image is no image.
+func (s *Store) PutMedia(server, tool, mimeType string, data []byte) (id string, err error) {
+	enc := make([]byte, base64.StdEncoding.EncodedLen(len(data)))
+	base64.StdEncoding.Encode(enc, data)
+	if int64(len(enc))+maxOutputHeader > s.maxBytes {
+		return "", fmt.Errorf("output store: %d bytes of base64 exceed the cache quota of %d bytes", len(enc), s.maxBytes)
+	}
+	return s.put(server, tool, ClipUTF8(mimeType, maxOutputName), "base64", enc)
+}
+
+func (s *Store) put(server, tool, ctype, encoding string, data []byte) (id string, err error) {
 	now := s.now()
 	meta := outputMeta{
 		Format:      outputFormat,
@@ -194,7 +216,8 @@ func (s *Store) Put(server, tool string, data []byte) (id string, err error) {
 		Server:      ClipUTF8(server, maxOutputName),
 		Tool:        ClipUTF8(tool, maxOutputName),
 		Created:     now.UnixNano(),
-		ContentType: contentType(data),
+		ContentType: ctype,
+		Encoding:    encoding,
 		Bytes:       int64(len(data)),
 		Lines:       countLinesBytes(data),
 	}

@@ -62,3 +62,17 @@ func commandPath(srv cue.Server, lookup func(string) (string, bool), env []strin
 	path, err = transport.ResolveCommand(command, dir, env)
 	return path, dir, err
 }
+
+// RunEnv names the environment variable the engine sets in every stdio
+// server it starts, which the server's own children inherit: its run
+// mark, by which a stop finds every process of the server. A process
+// that finds it set runs under a voltmcp gateway. `voltmcp serve` refuses
+// to serve there: an entry that starts the gateway as one of its own
+// servers (under any command name, through any wrapper) would otherwise
+// start its servers again, itself among them, without end.
+const RunEnv = transport.RunEnv
+
+// UnderGateway returns the run mark when getenv says this process was
+// started by a voltmcp gateway, directly or through one of that
+// gateway's servers, and "" otherwise.
+func UnderGateway(getenv func(string) string) string { return getenv(RunEnv) }

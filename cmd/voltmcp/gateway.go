@@ -234,6 +234,11 @@ Requests without the token get a 401; those with a Host that is not a
 loopback name (DNS rebinding) or an Origin that is not a loopback origin
 (a web page) get a 403.
 
+serve refuses to run under a voltmcp gateway (VOLTMCP_RUN, the run mark
+the gateway gives every server it starts, is set): a config entry that
+starts the gateway as one of its own servers would start it again and
+again.
+
 Examples:
   voltmcp serve
   voltmcp serve --http 127.0.0.1:8931
@@ -247,6 +252,9 @@ Examples:
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return usageErrorf("serve takes no arguments")
+		}
+		if mark := engine.UnderGateway(e.getenv); mark != "" {
+			return failuref("not serving: this process was started by a voltmcp gateway, as one of its servers or by one (%s is set), and a gateway behind itself would start its servers again, itself among them; remove the entry that runs voltmcp serve from that gateway's config (voltmcp servers shows each entry's file)", engine.RunEnv)
 		}
 		var token string
 		switch {

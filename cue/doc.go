@@ -22,7 +22,9 @@
 //     where a process starts or a request is sent.
 //   - [SetServerEnabled] is the one writer of config: it edits one of the
 //     two voltmcp-owned files in place (unknown fields and order survive),
-//     atomically and under a lock file.
+//     atomically and under a lock file; with [WriteOptions.TrustStore], a
+//     write to a trusted project's file moves its trust record to the
+//     content written, so voltmcp's own edit does not revoke trust.
 //   - [NewTrustRecord], [SaveTrustRecord], [ReadTrustRecords] and
 //     [RemoveTrustRecord] keep the host's record of trusted projects, bound
 //     to each file's SHA-256 (`voltmcp trust`).

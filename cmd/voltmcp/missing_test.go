@@ -124,6 +124,17 @@ func TestServersListUntrustedProjectServers(t *testing.T) {
 	if r := cli("describe", "clok", "x"); !strings.Contains(r.stdout+r.stderr, `unknown server "clok" (did you mean "clock"?)`) {
 		t.Errorf("describe of an unknown server:\n%s", r)
 	}
+	// voltmcp's own write to a project trusted for one run records no
+	// trust: there was no record to keep.
+	if r := cli("disable", "everything", "--approve"); r.code != exitOK {
+		t.Fatalf("disable --approve:\n%s", r)
+	}
+	if s := serversJSON(t, cli("servers", "--json"))["everything"]; s.Status != "untrusted" {
+		t.Errorf("after disable --approve: everything is %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".volt", "agent", "trusted-projects.json")); err == nil {
+		t.Errorf("a write to an untrusted project recorded trust")
+	}
 }
 
 // TestServeExplainsAnUntrustedServer: an agent's describe and call of a

@@ -360,14 +360,24 @@ func (e *Engine) awaitFirstListings(ctx context.Context, server string, within t
 
 // emptySearchHint says why a search may find nothing.
 func (e *Engine) emptySearchHint() string {
-	unknown := 0
+	unknown, untrusted := 0, 0
 	for _, s := range e.Servers() {
-		if s.MetadataFetchedAt == nil && s.Status != StatusDisabled {
+		switch {
+		case s.Status == StatusUntrusted:
+			untrusted++
+		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled:
 			unknown++
 		}
 	}
+	var notes []string
 	if unknown > 0 {
-		return fmt.Sprintf("no match; %d server(s) have never been listed: connect them ({\"action\":\"connect\",\"server\":...}) to search their tools", unknown)
+		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed: connect them ({\"action\":\"connect\",\"server\":...}) to search their tools", unknown))
+	}
+	if untrusted > 0 {
+		notes = append(notes, fmt.Sprintf("%d server(s) of the project are not loaded because its MCP config is not trusted: the user can review and trust it with voltmcp trust (list_servers names them)", untrusted))
+	}
+	if len(notes) > 0 {
+		return "no match; " + strings.Join(notes, "; ")
 	}
 	return "no match; try other words, or list_servers"
 }

@@ -187,6 +187,9 @@ func TestServeExplainsAnUntrustedServer(t *testing.T) {
 		!strings.Contains(text, "voltmcp trust") {
 		t.Errorf("list_servers: %s", text)
 	}
+	if text, _ := ask(map[string]any{"action": "search", "query": "echo"}); !strings.Contains(text, "not trusted") || !strings.Contains(text, "voltmcp trust") {
+		t.Errorf("a search that finds nothing does not say servers are not loaded: %s", text)
+	}
 	if text, isErr := ask(map[string]any{"action": "describe", "server": "everythin", "tool": "echo"}); !isErr ||
 		!strings.Contains(text, `unknown server "everythin" (did you mean "everything"?)`) {
 		t.Errorf("describe of a misspelt server: %s", text)

@@ -154,10 +154,10 @@ func TestAddRemoveServer(t *testing.T) {
 	if s := mustServer(t, res, "web"); s.Headers["X-Team"] != "a" {
 		t.Errorf("web = %+v", s)
 	}
-	if err := RemoveServer(ctx, loc, LayerUser, "WEB"); err != nil {
+	if err := RemoveServer(ctx, loc, LayerUser, "WEB", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := RemoveServer(ctx, loc, LayerUser, "web"); !errors.Is(err, ErrServerNotFound) {
+	if err := RemoveServer(ctx, loc, LayerUser, "web", nil); !errors.Is(err, ErrServerNotFound) {
 		t.Errorf("err = %v", err)
 	}
 	data, _ := os.ReadFile(loc.Path(LayerUser))

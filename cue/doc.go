@@ -23,8 +23,10 @@
 //   - [SetServerEnabled], [AddServers] (and [AddServer]) and
 //     [RemoveServer] write config: they edit one of the two voltmcp-owned
 //     files in place (unknown fields and order survive), atomically and
-//     under a lock file. [CheckServer] validates a definition the way a
-//     write does.
+//     under a lock file; with [WriteOptions.TrustStore], a write to a
+//     trusted project's file moves its trust record to the content
+//     written, so voltmcp's own edit does not revoke trust. [CheckServer]
+//     validates a definition the way a write does.
 //   - [ReadClientFile] reads the MCP servers of another client's file
 //     (the mcpServers and VS Code dialects, and Codex's config.toml) in
 //     voltmcp's dialect, with each literal secret found and an

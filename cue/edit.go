@@ -24,6 +24,9 @@ type AddOptions struct {
 	// AllowLiteralSecrets writes a definition that holds a credential in
 	// plain text. Without it that is an error, as in `voltmcp vet`.
 	AllowLiteralSecrets bool
+	// TrustStore keeps a trusted project's trust across this write, as
+	// [WriteOptions.TrustStore] does.
+	TrustStore string
 }
 
 // ErrServerExists is returned by [AddServers] for a server the file
@@ -138,7 +141,7 @@ func AddServers(ctx context.Context, loc Locations, layer Layer, servers []NewSe
 		}
 		nodes[i], _ = parseDef(s.Key, s.Def)
 	}
-	return updateFile(ctx, loc.Path(layer), layer, func(doc *node) error {
+	return updateFile(ctx, loc, layer, &WriteOptions{TrustStore: o.TrustStore}, func(doc *node) error {
 		list, err := serversOf(doc)
 		if err != nil {
 			return err
@@ -165,12 +168,13 @@ func AddServer(ctx context.Context, loc Locations, layer Layer, key string, def 
 // RemoveServer removes a server's entry from a voltmcp-owned layer's
 // file, atomically and keeping the rest of the file. An entry the file
 // does not have is [ErrServerNotFound]: a server another file defines is
-// not voltmcp's to delete.
-func RemoveServer(ctx context.Context, loc Locations, layer Layer, id string) error {
+// not voltmcp's to delete. With opts.TrustStore, a trusted project keeps
+// its trust (see [WriteOptions]); a nil opts is the zero WriteOptions.
+func RemoveServer(ctx context.Context, loc Locations, layer Layer, id string, opts *WriteOptions) error {
 	if !layer.VoltmcpOwned() {
 		return fmt.Errorf("remove server %q: layer %s is not voltmcp's to write; use %s or %s", id, layer, LayerUser, LayerProject)
 	}
-	return updateFile(ctx, loc.Path(layer), layer, func(doc *node) error {
+	return updateFile(ctx, loc, layer, opts, func(doc *node) error {
 		list, err := serversOf(doc)
 		if err != nil {
 			return err

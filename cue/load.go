@@ -65,6 +65,15 @@ type FileStatus struct {
 	Loaded bool `json:"loaded"`
 	// Reason says why a found file did not load.
 	Reason string `json:"reason,omitempty"`
+	// Problem is the diagnostic that kept a found file from loading, with
+	// its file, line and column: the read or parse error, or the
+	// project-ignored warning of an untrusted project. It is nil for a
+	// file that loaded.
+	Problem *Diagnostic `json:"-"`
+	// IgnoredServers are the ids of the servers a project file defines or
+	// adjusts, when it parsed but did not load because the project is not
+	// trusted: names a surface may show, without what they run.
+	IgnoredServers []string `json:"-"`
 }
 
 // Result is the outcome of a load.
@@ -281,25 +290,46 @@ func (o Options) reportUntrusted(docs []*layerDoc, trust TrustDecision, d *diags
 		verb = "would not load"
 	}
 	hint := "run voltmcp trust to trust the project as it is, --approve to trust it for one run, or set defaultProjectTrust in a user layer"
-	if o.NoApprove {
+	switch {
+	case o.NoApprove:
 		hint = "--no-approve was given; leave it out to let defaultProjectTrust decide"
+	case trust.Hint != "":
+		hint = trust.Hint
 	}
 	for _, ld := range docs {
 		if !ld.status.Layer.IsProject() || !ld.status.Found {
 			continue
 		}
-		if ld.status.Loaded {
-			ld.status.Reason = "untrusted: " + trust.Reason
-		}
-		ld.status.Loaded = false
 		diag := Diagnostic{Severity: SeverityWarning, Code: CodeProjectIgnored, Hint: hint,
 			Message:  fmt.Sprintf("project MCP config %s: %s", verb, trust.Reason),
 			Position: Position{File: ld.status.Path}, Layer: ld.status.Layer}
 		if ld.src != nil {
 			diag.Position = ld.src.position(0)
 		}
+		if ld.status.Loaded {
+			ld.status.Reason = "untrusted: " + trust.Reason
+			ld.status.Problem = &diag
+			ld.status.IgnoredServers = serverIDs(ld.doc)
+		}
+		ld.status.Loaded = false
 		d.list = append(d.list, diag)
 	}
+}
+
+// serverIDs returns the ids of the servers a layer's document defines or
+// adjusts, in file order, each once.
+func serverIDs(doc *node) []string {
+	list := doc.get("servers")
+	if list == nil || list.kind != kindObject {
+		return nil
+	}
+	var out []string
+	for _, f := range list.fields {
+		if id := NormalizeID(f.key); id != "" && f.value.kind == kindObject && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // LoadFiles checks each file on its own, as a standalone layer, the way
@@ -362,7 +392,7 @@ func (s *Schema) readLayer(path string, layer Layer, baseDir string, d *diags) *
 			diag.Position = ld.src.position(off)
 		}
 		d.list = append(d.list, diag)
-		st.Reason = diag.Message
+		st.Reason, st.Problem = diag.Message, &diag
 		return ld
 	}
 	data, err := safefile.ReadFile(path, &safefile.ReadOptions{MaxSize: MaxFileSize})
@@ -402,17 +432,19 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 		var se *syntaxError
 		var le *limitError
 		if errors.As(err, &le) {
-			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeFileTooLarge,
-				Message: le.msg, Hint: le.hint, Position: ld.src.position(le.off), Layer: st.Layer})
-			st.Reason = le.msg
+			diag := Diagnostic{Severity: SeverityError, Code: CodeFileTooLarge,
+				Message: le.msg, Hint: le.hint, Position: ld.src.position(le.off), Layer: st.Layer}
+			d.list = append(d.list, diag)
+			st.Reason, st.Problem = le.msg, &diag
 			return ld
 		}
+		diag := Diagnostic{Severity: SeverityError, Code: CodeJSONSyntax, Message: "invalid JSON: " + err.Error(),
+			Position: ld.src.position(0), Layer: st.Layer}
 		if errors.As(err, &se) {
-			pos := ld.src.position(se.off)
-			d.list = append(d.list, Diagnostic{Severity: SeverityError, Code: CodeJSONSyntax,
-				Message: fmt.Sprintf("invalid JSON at byte %d: %s", se.off, se.msg), Position: pos, Layer: st.Layer})
+			diag.Message, diag.Position = fmt.Sprintf("invalid JSON at byte %d: %s", se.off, se.msg), ld.src.position(se.off)
+			d.list = append(d.list, diag)
 		}
-		st.Reason = "invalid JSON"
+		st.Reason, st.Problem = "invalid JSON", &diag
 		return ld
 	}
 	for _, dup := range dups {
@@ -422,7 +454,8 @@ func (s *Schema) parseLayer(ld *layerDoc, d *diags) *layerDoc {
 	}
 	if doc.kind != kindObject {
 		d.add(SeverityError, CodeNotObject, doc, "", "", "the top level must be an object, not %s", doc.kind)
-		st.Reason = "not an object"
+		problem := d.list[len(d.list)-1]
+		st.Reason, st.Problem = "not an object", &problem
 		return ld
 	}
 	dialect := detectDialect(doc)

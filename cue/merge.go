@@ -72,6 +72,9 @@ type mergedServer struct {
 	def     *layerDoc
 	node    *node
 	invalid bool
+	// entries are the entries of every layer merged into the server, so
+	// that its problems can be found among the diagnostics.
+	entries []*node
 }
 
 // merge merges the included layers into the effective config.
@@ -180,7 +183,7 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 	}
 	hadErrors := entry.bad || entry.errs
 	fresh := func() {
-		servers[id] = &mergedServer{id: id, key: f.key, keyNode: list, def: ld, node: entry.clone(), invalid: hadErrors}
+		servers[id] = &mergedServer{id: id, key: f.key, keyNode: list, def: ld, node: entry.clone(), invalid: hadErrors, entries: []*node{entry}}
 	}
 	switch {
 	case prev == nil:
@@ -193,6 +196,7 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 		}
 		prev.node = deepMerge(prev.node, entry)
 		prev.invalid = prev.invalid || hadErrors
+		prev.entries = append(prev.entries, entry)
 		if definesServer(entry) {
 			prev.def, prev.key, prev.keyNode = ld, f.key, list
 		}
@@ -204,6 +208,7 @@ func mergeServer(servers map[string]*mergedServer, ld *layerDoc, list *node, f f
 	default:
 		prev.node = deepMerge(prev.node, adjustment(prev, entry, id, d))
 		prev.invalid = prev.invalid || hadErrors
+		prev.entries = append(prev.entries, entry)
 	}
 
 }
@@ -364,9 +369,32 @@ func resolveServer(ms *mergedServer, settings, defaults *node, d *diags) Server 
 	srv.Layer, srv.File, srv.BaseDir = ms.def.status.Layer, ms.def.status.Path, ms.def.baseDir
 	if ms.invalid {
 		srv.Invalid, srv.Enabled = true, false
+		srv.Problem = ms.problem(d)
 	}
 	ms.node = n
 	return srv
+}
+
+// problem returns the first error reported in the server's entries, in
+// the order diagnostics are shown, as file:line:col: message.
+func (ms *mergedServer) problem(d *diags) string {
+	var found Diagnostics
+	for _, dg := range d.list {
+		if dg.Severity != SeverityError {
+			continue
+		}
+		for _, n := range ms.entries {
+			if n.src != nil && dg.File == n.src.name && (dg.Path == n.path || strings.HasPrefix(dg.Path, n.path+".") || strings.HasPrefix(dg.Path, n.path+"[")) {
+				found = append(found, dg)
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "the definition has errors"
+	}
+	found.Sort()
+	return found[0].String()
 }
 
 // decodeNode decodes a validated node into a Go value.

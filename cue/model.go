@@ -28,6 +28,13 @@ type Config struct {
 	Sources map[string]Origin `json:"-"`
 }
 
+// ServerSource returns where a field of a server's effective definition
+// came from (Sources), such as the "enabled" that disables it.
+func (c *Config) ServerSource(id, field string) (Origin, bool) {
+	o, ok := c.Sources[childPath(childPath("servers", NormalizeID(id)), field)]
+	return o, ok
+}
+
 // Server returns the server with the given id, normalized first.
 func (c *Config) Server(id string) (Server, bool) {
 	id = NormalizeID(id)
@@ -181,6 +188,10 @@ type Server struct {
 	// Invalid is true when the definition has errors. An invalid server is
 	// disabled: a half-valid definition never runs.
 	Invalid bool `json:"invalid,omitempty"`
+	// Problem is, for an invalid server, the first error in its
+	// definition as file:line:col: severity[code]: message (see
+	// [Diagnostic.String]); `voltmcp vet` lists them all.
+	Problem string `json:"problem,omitempty"`
 
 	Title     string `json:"title,omitempty"`
 	Enabled   bool   `json:"enabled"`

@@ -52,6 +52,10 @@ type TrustDecision struct {
 	// Changed is true when the project was trusted once but a file has
 	// changed since: its trust must be given again.
 	Changed bool `json:"changed,omitempty"`
+	// Hint says what would change an untrusted decision, when the usual
+	// advice (voltmcp trust, --approve, defaultProjectTrust) would not:
+	// a trust policy that failed, say. Empty means the usual advice.
+	Hint string `json:"hint,omitempty"`
 }
 
 // TrustRecord is the host's record that a user trusted a project's MCP

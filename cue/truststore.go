@@ -2,6 +2,8 @@ package cue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,4 +112,34 @@ func updateTrustRecords(path string, edit func([]TrustRecord) ([]TrustRecord, bo
 		_, err = decodeTrustRecords(path, nil, err) // a read or lock error, named as a read
 	}
 	return err
+}
+
+// keepTrust moves the trust record of project from the content old of
+// its file path (nil: the file did not exist) to written, when the
+// record trusts exactly old: voltmcp's own write to a trusted project
+// keeps it trusted (WriteOptions.TrustStore). The check and the update
+// hold the record file's lock, so the entry is replaced only if it
+// still holds old's hash. A project with no record, or whose record
+// does not trust old, is left as it is: trust is never created here.
+func keepTrust(store, project, path string, old, written []byte) error {
+	project, path = absPath(project), absPath(path)
+	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	newSum := sum(written)
+	return updateTrustRecords(store, func(recs []TrustRecord) ([]TrustRecord, bool) {
+		i := slices.IndexFunc(recs, func(r TrustRecord) bool { return r.Project == project })
+		if i < 0 {
+			return recs, false
+		}
+		r := &recs[i]
+		j := slices.IndexFunc(r.Files, func(f TrustedFile) bool { return f.Path == path })
+		switch {
+		case j >= 0 && old != nil && r.Files[j].SHA256 == sum(old):
+			r.Files[j].SHA256 = newSum
+		case j < 0 && old == nil:
+			r.Files = append(r.Files, TrustedFile{Path: path, SHA256: newSum})
+		default:
+			return recs, false
+		}
+		return recs, true
+	})
 }

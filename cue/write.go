@@ -16,15 +16,17 @@ import (
 // whatever lower layer defines it. The file keeps everything else it
 // holds, known to voltmcp or not, in its order. The write is atomic: a
 // reader sees the old file or the new one, never a mix, and a file that
-// does not parse is left alone and reported.
-func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string, enabled bool) error {
+// does not parse is left alone and reported. With opts.TrustStore, a
+// write to a project layer of a trusted project keeps its trust (see
+// [WriteOptions]). A nil opts is the zero WriteOptions.
+func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string, enabled bool, opts *WriteOptions) error {
 	if !layer.VoltmcpOwned() {
 		return fmt.Errorf("set server %q enabled: layer %s is not voltmcp's to write; use %s or %s", id, layer, LayerUser, LayerProject)
 	}
 	if NormalizeID(id) == "" {
 		return fmt.Errorf("set server enabled: invalid server id %q", id)
 	}
-	return updateFile(ctx, loc.Path(layer), layer, func(doc *node) error {
+	return updateFile(ctx, loc, layer, opts, func(doc *node) error {
 		servers := doc.get("servers")
 		if servers == nil {
 			servers = &node{kind: kindObject, fields: []field{}}
@@ -50,12 +52,32 @@ func SetServerEnabled(ctx context.Context, loc Locations, layer Layer, id string
 	})
 }
 
-// updateFile applies edit to the parsed tree of a voltmcp-dialect file
-// and writes the result atomically. A missing file starts as
+// WriteOptions tune a write of a voltmcp-owned config file.
+type WriteOptions struct {
+	// TrustStore is the file of trust records (ReadTrustRecords). When it
+	// is set and the file written is a project layer, voltmcp's own edit
+	// does not count as a change to the project: if the project has a
+	// trust record and the file's content before the write is the content
+	// that record trusts (or the file did not exist and the record has no
+	// entry for it), the record is updated to the content written. The
+	// config file's lock is held from the read through the rename to the
+	// record's update, and the record's own lock for that update, which
+	// replaces the entry only if it still holds the old content's hash.
+	// An edit made by anything else, before the write or after it, still
+	// leaves the project untrusted. Empty: trust records are not touched,
+	// so a write to a trusted project's file revokes its trust.
+	TrustStore string
+}
+
+// updateFile applies edit to the parsed tree of the voltmcp-dialect file
+// of layer and writes the result atomically. A missing file starts as
 // {"version": 1}. The read, the edit and the write hold the file's lock
-// (safefile.Update), so edits made at once by several processes all land.
-func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *node) error) error {
-	return updateJSON(ctx, path, layer, jsonEdit{
+// (safefile.Update), so edits made at once by several processes all land;
+// the trust record is kept under the same lock (WriteOptions.TrustStore).
+// A nil opts is the zero WriteOptions.
+func updateFile(ctx context.Context, loc Locations, layer Layer, opts *WriteOptions, edit func(doc *node) error) error {
+	path := loc.Path(layer)
+	je := jsonEdit{
 		fresh: func() *node {
 			return &node{kind: kindObject, fields: []field{{key: "version", value: &node{kind: kindNumber, str: "1"}}}}
 		},
@@ -66,14 +88,27 @@ func updateFile(ctx context.Context, path string, layer Layer, edit func(doc *no
 			return nil
 		},
 		maxSize: MaxFileSize, maxValues: MaxValues,
-	}, edit)
+	}
+	if opts != nil && opts.TrustStore != "" && layer.IsProject() {
+		store, project := opts.TrustStore, loc.Project
+		je.written = func(old, written []byte) error {
+			if err := keepTrust(store, project, path, old, written); err != nil {
+				return &trustKeepError{path, err}
+			}
+			return nil
+		}
+	}
+	return updateJSON(ctx, path, layer, je, edit)
 }
 
 // jsonEdit says how updateJSON treats a file.
 type jsonEdit struct {
-	fresh     func() *node          // the tree of a missing file
-	check     func(doc *node) error // refuses a file not to edit
-	backup    string                // where to copy the file before its first change; "" for none
+	fresh  func() *node          // the tree of a missing file
+	check  func(doc *node) error // refuses a file not to edit
+	backup string                // where to copy the file before its first change; "" for none
+	// written runs after the rename, under the file's lock, with the
+	// content replaced (nil for a missing file) and the content written.
+	written   func(old, written []byte) error
 	maxSize   int64
 	maxValues int
 }
@@ -87,7 +122,7 @@ func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit
 		return err
 	}
 	edited := false
-	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: je.maxSize}},
+	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: je.maxSize}, Written: je.written},
 		func(data []byte) ([]byte, error) {
 			edited = true
 			var doc *node
@@ -135,7 +170,10 @@ func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit
 			}
 			return doc.indentJSON(), nil
 		})
+	var te *trustKeepError
 	switch {
+	case errors.As(err, &te):
+		return err
 	case err == nil || edited:
 		return err
 	case errors.Is(err, safefile.ErrTooLarge):
@@ -145,6 +183,19 @@ func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit
 	}
 	return fmt.Errorf("update %s: %w", path, pathlessError(err))
 }
+
+// trustKeepError is a write that landed whose trust record could not be
+// kept: the project is untrusted until `voltmcp trust` runs again.
+type trustKeepError struct {
+	path string
+	err  error
+}
+
+func (e *trustKeepError) Error() string {
+	return fmt.Sprintf("update %s: written, but the project's trust record was not updated (%v): run voltmcp trust to trust the project again", e.path, e.err)
+}
+
+func (e *trustKeepError) Unwrap() error { return e.err }
 
 // WriteFileAtomic writes data to a temporary file beside path, syncs it
 // and renames it over path, so a reader or a crash sees the old file or

@@ -20,10 +20,10 @@ func TestSetServerEnabled(t *testing.T) {
 }
 `,
 	})
-	if err := SetServerEnabled(ctx, loc, LayerUser, "github", false); err != nil {
+	if err := SetServerEnabled(ctx, loc, LayerUser, "github", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetServerEnabled(ctx, loc, LayerUser, "other", false); err != nil {
+	if err := SetServerEnabled(ctx, loc, LayerUser, "other", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(loc.Path(LayerUser))
@@ -57,7 +57,7 @@ func TestSetServerEnabled(t *testing.T) {
 			t.Errorf("%s still enabled", id)
 		}
 	}
-	if err := SetServerEnabled(ctx, loc, LayerUser, "github", true); err != nil {
+	if err := SetServerEnabled(ctx, loc, LayerUser, "github", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, _ = Load(ctx, loc, &Options{Schema: testSchema()})
@@ -68,7 +68,7 @@ func TestSetServerEnabled(t *testing.T) {
 
 func TestSetServerEnabledCreatesFile(t *testing.T) {
 	loc := layers(t, nil)
-	if err := SetServerEnabled(context.Background(), loc, LayerProject, "x", false); err != nil {
+	if err := SetServerEnabled(context.Background(), loc, LayerProject, "x", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	info, err := os.Stat(loc.Path(LayerProject))
@@ -88,20 +88,20 @@ func TestSetServerEnabledRefuses(t *testing.T) {
 	ctx := context.Background()
 	broken := `{"servers": {"x": {"command": "x"},}`
 	loc := layers(t, map[Layer]string{LayerUser: broken, LayerProject: `{"mcpServers":{}}`})
-	if err := SetServerEnabled(ctx, loc, LayerProjectShared, "x", false); err == nil {
+	if err := SetServerEnabled(ctx, loc, LayerProjectShared, "x", false, nil); err == nil {
 		t.Error("wrote a shared layer")
 	}
-	err := SetServerEnabled(ctx, loc, LayerUser, "x", false)
+	err := SetServerEnabled(ctx, loc, LayerUser, "x", false, nil)
 	if err == nil || !strings.Contains(err.Error(), "not changed") || !strings.Contains(err.Error(), "1:36") {
 		t.Errorf("err = %v", err)
 	}
 	if data, _ := os.ReadFile(loc.Path(LayerUser)); string(data) != broken {
 		t.Error("a file that does not parse was rewritten")
 	}
-	if err := SetServerEnabled(ctx, loc, LayerProject, "x", false); err == nil || !strings.Contains(err.Error(), "dialect") {
+	if err := SetServerEnabled(ctx, loc, LayerProject, "x", false, nil); err == nil || !strings.Contains(err.Error(), "dialect") {
 		t.Errorf("err = %v", err)
 	}
-	if err := SetServerEnabled(ctx, loc, LayerUser, "!!!", false); err == nil {
+	if err := SetServerEnabled(ctx, loc, LayerUser, "!!!", false, nil); err == nil {
 		t.Error("accepted an invalid id")
 	}
 }

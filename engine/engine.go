@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -393,6 +392,9 @@ func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) {
 }
 
 // ErrUnknownServer is returned for a server id that is not configured.
+// The error names the closest id, and every config file that did not
+// read or parse. A server of an untrusted project gets [ErrNotLoaded]
+// instead.
 var ErrUnknownServer = errors.New("unknown server")
 
 func (e *Engine) supervisor(id string) (*supervisor, error) {
@@ -403,15 +405,9 @@ func (e *Engine) supervisor(id string) (*supervisor, error) {
 	}
 	s, ok := e.servers[cue.NormalizeID(id)]
 	if !ok {
-		var ids []string
-		for k := range e.servers {
-			ids = append(ids, k)
-		}
-		sort.Strings(ids)
-		if near := cue.Closest(id, ids); near != "" {
-			return nil, fmt.Errorf("%w %q (did you mean %q?)", ErrUnknownServer, id, near)
-		}
-		return nil, fmt.Errorf("%w %q", ErrUnknownServer, id)
+		// Why it is missing, when the load knows: an untrusted project,
+		// a file that does not parse; else the closest id.
+		return nil, e.notLoadedErrorLocked(id)
 	}
 	return s, nil
 }
@@ -542,6 +538,8 @@ func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any
 // SetEnabled enables or disables a server and persists the choice as an
 // overlay in the voltmcp-owned file of the scope that defines the server
 // (<home>/.volt/agent/mcp.json or <project>/.volt/mcp.json), atomically.
+// A trusted project stays trusted: the trust record follows the content
+// voltmcp wrote, when it trusted the file as it was before the write.
 // A disabled server stops now; an enabled one becomes cold, or starts if
 // it is eager or keep-alive. The change is audited (config_change).
 func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error {
@@ -557,7 +555,9 @@ func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error 
 		layer = cue.LayerProject
 	}
 	loc := cue.Locations{Home: e.opts.Home, Project: e.opts.Project}
-	if err := cue.SetServerEnabled(ctx, loc, layer, s.cfg.ID, enabled); err != nil {
+	// voltmcp's own write to a trusted project's file keeps the trust
+	// the file had (cue.WriteOptions.TrustStore).
+	if err := cue.SetServerEnabled(ctx, loc, layer, s.cfg.ID, enabled, &cue.WriteOptions{TrustStore: filepath.Join(e.opts.AgentDir, cue.TrustStoreFile)}); err != nil {
 		return err
 	}
 	e.record(ctx, audit.Record{Kind: audit.KindConfigChange, Server: s.cfg.ID, Status: "ok",

@@ -128,18 +128,24 @@ func (e *Engine) needServer(in GatewayInput) (*supervisor, *GatewayResult) {
 		r := gwError("%v", err)
 		return nil, &r
 	}
+	if in.Action != "status" && in.Action != "disconnect" && s.getStatus() == StatusDisabled {
+		// Not with the cached metadata of a server that does not run:
+		// say why it does not, and what turns it on.
+		r := gwError("%v", s.disabledError())
+		return nil, &r
+	}
 	return s, nil
 }
 
-func (e *Engine) gwStatus(in GatewayInput) GatewayResult {
+func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 	if in.Server != "" {
 		// One server in full: its status, last error, and what the bounds
 		// dropped or cleaned from its metadata, and pending pin changes.
-		s, bad := e.needServer(in)
-		if bad != nil {
+		if strings.TrimSpace(in.Server) == "" {
+			_, bad := e.needServer(in)
 			return *bad
 		}
-		sum, err := e.Server(s.cfg.ID)
+		sum, err := e.Server(in.Server)
 		if err != nil {
 			return gwError("%v", err)
 		}
@@ -166,11 +172,12 @@ func (e *Engine) gwStatus(in GatewayInput) GatewayResult {
 		data["enabled"] = false
 		notes = append(notes, off)
 	}
-	for _, d := range e.Diagnostics() {
-		if d.Code == cue.CodeProjectIgnored {
-			notes = append(notes, "project MCP config is not trusted and was not loaded")
-			break
-		}
+	// What did not load and why: files that do not parse, an untrusted
+	// project, policies that do not load (named by file and line).
+	notes = append(notes, e.LoadNotes()...)
+	if err := e.policyError(ctx); err != nil {
+		notes = append(notes, fmt.Sprintf("the policies do not load, so every tool call is denied and project MCP config never loads: %s; fix the file (voltmcp vet checks the policies)",
+			strings.TrimPrefix(err.Error(), "load policies: ")))
 	}
 	if n := e.Diagnostics().Count(cue.SeverityError); n > 0 {
 		notes = append(notes, fmt.Sprintf("the config has %d error(s); servers with errors are disabled", n))
@@ -203,12 +210,17 @@ type serverLine struct {
 	Tools     int    `json:"tools"`
 	Stale     bool   `json:"stale,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Reason and Fix say why a server does not run and what the user can
+	// do (ServerSummary).
+	Reason string `json:"reason,omitempty"`
+	Fix    string `json:"fix,omitempty"`
 }
 
 func (e *Engine) gwListServers() GatewayResult {
 	var lines []serverLine
 	for _, s := range e.Servers() {
-		l := serverLine{Server: s.ID, Status: s.Status, Transport: s.Transport, Tools: s.ToolCounts.Cached, Stale: s.MetadataStale, Error: s.LastError}
+		l := serverLine{Server: s.ID, Status: s.Status, Transport: s.Transport, Tools: s.ToolCounts.Cached, Stale: s.MetadataStale, Error: s.LastError,
+			Reason: s.Reason, Fix: s.Fix}
 		if s.DisplayName != s.ID {
 			l.Title = s.DisplayName
 		}
@@ -351,14 +363,24 @@ func (e *Engine) awaitFirstListings(ctx context.Context, server string, within t
 
 // emptySearchHint says why a search may find nothing.
 func (e *Engine) emptySearchHint() string {
-	unknown := 0
+	unknown, untrusted := 0, 0
 	for _, s := range e.Servers() {
-		if s.MetadataFetchedAt == nil && s.Status != StatusDisabled {
+		switch {
+		case s.Status == StatusUntrusted:
+			untrusted++
+		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled:
 			unknown++
 		}
 	}
+	var notes []string
 	if unknown > 0 {
-		return fmt.Sprintf("no match; %d server(s) have never been listed: connect them ({\"action\":\"connect\",\"server\":...}) to search their tools", unknown)
+		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed: connect them ({\"action\":\"connect\",\"server\":...}) to search their tools", unknown))
+	}
+	if untrusted > 0 {
+		notes = append(notes, fmt.Sprintf("%d server(s) of the project are not loaded because its MCP config is not trusted: the user can review and trust it with voltmcp trust (list_servers names them)", untrusted))
+	}
+	if len(notes) > 0 {
+		return "no match; " + strings.Join(notes, "; ")
 	}
 	return "no match; try other words, or list_servers"
 }

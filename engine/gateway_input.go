@@ -31,7 +31,7 @@ type gatewayAction struct {
 // gatewayActionTable lists the actions of the mcp tool, in the order
 // the schema's enum and the errors name them.
 var gatewayActionTable = [...]gatewayAction{
-	{name: "status", run: func(e *Engine, _ context.Context, in GatewayInput) GatewayResult { return e.gwStatus(in) }},
+	{name: "status", run: func(e *Engine, ctx context.Context, in GatewayInput) GatewayResult { return e.gwStatus(ctx, in) }},
 	{name: "list_servers", run: func(e *Engine, _ context.Context, _ GatewayInput) GatewayResult { return e.gwListServers() }},
 	{name: "search", run: (*Engine).gwSearch},
 	{name: "describe", run: (*Engine).gwDescribe},

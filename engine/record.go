@@ -94,7 +94,13 @@ func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput)
 	for _, r := range pd.Reasons {
 		reasons = append(reasons, r.String())
 	}
-	return cue.TrustDecision{Trusted: pd.Trusted, Changed: pd.NeedsTrust, Reason: strings.Join(reasons, "; ")}
+	d := cue.TrustDecision{Trusted: pd.Trusted, Changed: pd.NeedsTrust, Reason: strings.Join(reasons, "; ")}
+	if pd.Err != nil {
+		// The policy could not decide, so it failed closed: trusting the
+		// project again would change nothing until the policy is fixed.
+		d.Hint = "fix the policy file the reason names (voltmcp vet checks the policies); until the trust policy decides, project MCP config does not load"
+	}
+	return d
 }
 
 // record appends r to the audit log (an [auditq.Queue]) with the

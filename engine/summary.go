@@ -24,6 +24,12 @@ type ServerSummary struct {
 	ToolCounts  ToolCount `json:"toolCounts"`
 	Resources   int       `json:"resourceCount"`
 	Prompts     int       `json:"promptCount"`
+	// Reason says why a server that does not run does not: its project
+	// is not trusted (status untrusted), it is disabled, and where, or its
+	// definition has errors, the first with its file:line:col. Fix is what
+	// the user can do about it, such as running voltmcp trust.
+	Reason string `json:"reason,omitempty"`
+	Fix    string `json:"fix,omitempty"`
 	// LastError is the reason of the last failure, scrubbed of secrets.
 	LastError       string     `json:"lastError,omitempty"`
 	LastConnectedAt *time.Time `json:"lastConnectedAt,omitempty"`
@@ -72,27 +78,35 @@ type SummaryActions struct {
 	CanPersistChanges bool `json:"canPersistChanges"`
 }
 
-// Servers summarizes every configured server, sorted by id.
+// Servers summarizes every configured server, sorted by id: those the
+// engine runs, and those of an untrusted project, which it does not
+// (status untrusted, with the Reason and the Fix).
 func (e *Engine) Servers() []ServerSummary {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
 		sups = append(sups, s)
 	}
+	untrusted := e.untrustedLocked()
 	persist := e.opts.Config == nil
 	e.mu.Unlock()
-	sort.Slice(sups, func(i, j int) bool { return sups[i].cfg.ID < sups[j].cfg.ID })
-	out := make([]ServerSummary, 0, len(sups))
+	out := make([]ServerSummary, 0, len(sups)+len(untrusted))
 	for _, s := range sups {
 		sum := s.summary(persist)
 		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
 		out = append(out, sum)
 	}
+	out = append(out, untrusted...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
-// Server summarizes one server.
+// Server summarizes one server, which may be one of an untrusted project
+// (see [Engine.Servers]).
 func (e *Engine) Server(id string) (ServerSummary, error) {
+	if sum, ok := e.untrustedServer(id); ok {
+		return sum, nil
+	}
 	s, err := e.supervisor(id)
 	if err != nil {
 		return ServerSummary{}, err
@@ -103,6 +117,10 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 }
 
 func (s *supervisor) summary(persist bool) ServerSummary {
+	var reason, fix string
+	if s.getStatus() == StatusDisabled {
+		reason, fix = s.whyDisabled() // before s.mu: it takes the Engine's lock
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.cfg
@@ -110,6 +128,9 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		ID: c.ID, DisplayName: c.Title, SourceScope: "user", SourceLabel: string(c.Layer) + " " + c.File,
 		Enabled: c.Enabled, Transport: c.Transport, Lifecycle: c.Lifecycle, Status: s.status,
 		LastError: s.lastErr, CacheError: s.cacheErr, StderrBytes: s.stderr.Total(),
+	}
+	if s.status == StatusDisabled {
+		sum.Reason, sum.Fix = reason, fix
 	}
 	if sum.DisplayName == "" {
 		sum.DisplayName = c.ID

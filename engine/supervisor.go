@@ -165,10 +165,7 @@ func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
 		switch s.status {
 		case StatusDisabled:
 			s.mu.Unlock()
-			if s.cfg.Invalid {
-				return nil, fmt.Errorf("server %s is disabled: its config has errors (run voltmcp vet)", s.cfg.ID)
-			}
-			return nil, fmt.Errorf("server %s is disabled", s.cfg.ID)
+			return nil, s.disabledError()
 		case StatusReady, StatusDiscovering:
 			// A session whose connect is still discovering is not handed
 			// out: what that discovery lists (a pin change held for

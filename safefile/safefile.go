@@ -198,6 +198,12 @@ type WriteOptions struct {
 	// Read tunes how [Update] reads the old file. Nil means the zero
 	// [ReadOptions].
 	Read *ReadOptions
+	// Written, for [Update], runs after the new bytes are written and
+	// before the lock is let go, with the old bytes (nil when there was
+	// no file) and the new: for a step that must happen under the same
+	// lock, such as recording the content written. Its error is Update's.
+	// It is not called when nothing is written. Nil means none.
+	Written func(old, written []byte) error
 }
 
 func (o *WriteOptions) mode() fs.FileMode {
@@ -256,7 +262,7 @@ func writeFile(path string, data []byte, mode fs.FileMode) (err error) {
 // takes an exclusive lock on path + ".lock" (created 0600 beside path,
 // and left there), reads the file inside the lock, calls edit with its
 // bytes (nil when the file does not exist), and writes what edit returns
-// with [WriteFile] before it lets go. When edit returns nil bytes or an
+// with [WriteFile] (then calls [WriteOptions.Written]) before it lets go. When edit returns nil bytes or an
 // error, the file is left as it was; the error is returned as edit gave
 // it. Waiting for the lock ends with ctx.
 func Update(ctx context.Context, path string, opts *WriteOptions, edit func(old []byte) ([]byte, error)) error {
@@ -285,7 +291,13 @@ func Update(ctx context.Context, path string, opts *WriteOptions, edit func(old 
 	if err != nil || data == nil {
 		return err
 	}
-	return writeFile(path, data, mode)
+	if err := writeFile(path, data, mode); err != nil {
+		return err
+	}
+	if opts != nil && opts.Written != nil {
+		return opts.Written(old, data)
+	}
+	return nil
 }
 
 // Lock takes an exclusive lock on path + ".lock", creating it (0600, and

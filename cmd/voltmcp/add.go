@@ -115,7 +115,7 @@ Examples:
 		} else if ok && s.File != loc.Path(layer) {
 			return usageErrorf("server %q is already defined in %s (%s); choose another name", s.ID, s.File, s.Layer)
 		}
-		err = cue.AddServer(ctx, loc, layer, name, data, &cue.AddOptions{Replace: force, AllowLiteralSecrets: keepSecrets})
+		err = cue.AddServer(ctx, loc, layer, name, data, &cue.AddOptions{Replace: force, AllowLiteralSecrets: keepSecrets, TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
 		switch {
 		case errors.Is(err, cue.ErrServerExists):
 			return usageErrorf("%w; --force replaces it", err)
@@ -207,7 +207,7 @@ Examples:
 			layers = []cue.Layer{s.Layer}
 		}
 		for _, l := range layers {
-			err := cue.RemoveServer(ctx, loc, l, id)
+			err := cue.RemoveServer(ctx, loc, l, id, &cue.WriteOptions{TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
 			if errors.Is(err, cue.ErrServerNotFound) {
 				continue
 			}

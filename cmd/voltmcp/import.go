@@ -230,7 +230,7 @@ func (p *importPlan) print(stdout, stderr io.Writer) {
 // apply writes the plan's servers in one atomic update.
 func (p *importPlan) apply(ctx context.Context, e *env) error {
 	loc := cue.Locations{Home: e.g.home, Project: e.g.project}
-	err := cue.AddServers(ctx, loc, p.layer, p.write, &cue.AddOptions{Replace: p.opts.force, AllowLiteralSecrets: p.opts.keepSecrets})
+	err := cue.AddServers(ctx, loc, p.layer, p.write, &cue.AddOptions{Replace: p.opts.force, AllowLiteralSecrets: p.opts.keepSecrets, TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
 	if err != nil {
 		return failuref("%w", err)
 	}

@@ -55,6 +55,13 @@ lifecycle, the number of tools in the metadata cache, and the layer that
 defines it. It starts nothing: a server never connected shows as cold, with
 the tools its last discovery cached (see 'voltmcp refresh').
 
+Servers that do not run are listed with the reason and the fix: those of
+an untrusted project have status untrusted (run 'voltmcp trust'); a
+disabled server says where "enabled": false comes from, an invalid one its
+first error (file:line:col). A config file that does not read or parse is
+named with its file:line:col under the table (on stderr with --json), since
+the servers it defines cannot be listed.
+
 Examples:
   voltmcp servers
   voltmcp servers --json --approve | jq '.[] | select(.status == "error")'`,
@@ -80,12 +87,43 @@ Examples:
 				fmt.Fprintf(e.stdout, "%s\n\n", clean(off))
 			}
 		}
+		notes := eng.LoadNotes()
 		if asJSON {
+			// On stderr, so the output stays the list.
+			for _, n := range notes {
+				fmt.Fprintf(e.stderr, "voltmcp servers: %s\n", clean(n))
+			}
 			return writeJSONValue(e.stdout, list)
 		}
-		return writeServerTable(e.stdout, list)
+		if err := writeServerTable(e.stdout, list); err != nil {
+			return err
+		}
+		return writeServerNotes(e.stdout, list, notes)
 	}
 	return c
+}
+
+// writeServerNotes writes, under the table, what of the config did not
+// load (engine.LoadNotes), then why each server that does not run does
+// not, with the fix.
+func writeServerNotes(w io.Writer, list []engine.ServerSummary, notes []string) error {
+	first := true
+	line := func(format string, args ...any) {
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintf(w, format, args...)
+	}
+	for _, n := range notes {
+		line("%s\n", clean(n))
+	}
+	for _, s := range list {
+		if s.Reason != "" && s.Status != engine.StatusUntrusted { // the untrusted ones are in the project's note
+			line("%s: %s; %s\n", clean(s.ID), clean(s.Reason), clean(s.Fix))
+		}
+	}
+	return nil
 }
 
 func writeJSONValue(w io.Writer, v any) error {
@@ -105,7 +143,11 @@ func writeServerTable(w io.Writer, list []engine.ServerSummary) error {
 		} else if s.MetadataStale {
 			tools += " (stale)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(s.ID), s.Status, clean(s.Transport), s.Lifecycle, tools, clean(s.SourceLabel))
+		transport, lifecycle := clean(s.Transport), s.Lifecycle
+		if s.Status == engine.StatusUntrusted {
+			transport, lifecycle = "-", "-" // not loaded: what it runs is not shown
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(s.ID), s.Status, transport, lifecycle, tools, clean(s.SourceLabel))
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(tw, "(no servers configured)")
@@ -211,7 +253,9 @@ func enableCommand() *command {
 Records "enabled": true for the server in the voltmcp-owned file of the
 scope that defines it (<home>/.volt/agent/mcp.json for user servers,
 <project>/.volt/mcp.json for project servers), atomically, keeping the rest
-of the file.
+of the file. A trusted project stays trusted: when the file was as its
+trust record says, the record follows the content written (an edit by
+anything else still needs 'voltmcp trust').
 
 Example:
   voltmcp enable github`,
@@ -225,7 +269,7 @@ func disableCommand() *command {
 Records "enabled": false for the server in the voltmcp-owned file of the
 scope that defines it, atomically. The shared file (.mcp.json, or
 ~/.config/mcp/mcp.json) is left as it is, so other tools still see the
-server.
+server. A trusted project stays trusted, as with 'voltmcp enable'.
 
 Example:
   voltmcp disable github`,

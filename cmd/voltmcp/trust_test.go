@@ -28,15 +28,22 @@ func TestTrustBindsToContent(t *testing.T) {
 	}
 	env := fakeEnv(t, map[string]string{"HOME": home})
 	g := []string{"--home", home, "--project", project}
+	// servers returns the ids of the servers that load; those of an
+	// untrusted project are listed as untrusted, by name only.
 	servers := func() []string {
 		r := runCLI(t, env, append([]string{"servers", "--json"}, g...)...)
-		var list []struct{ ID string }
+		var list []struct{ ID, Status string }
 		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 			t.Fatalf("servers --json: %v\n%s", err, r)
 		}
+		if strings.Contains(r.stdout+r.stderr, canary) {
+			t.Errorf("servers leaks a secret of the project:\n%s", r)
+		}
 		var ids []string
 		for _, s := range list {
-			ids = append(ids, s.ID)
+			if s.Status != "untrusted" {
+				ids = append(ids, s.ID)
+			}
 		}
 		return ids
 	}

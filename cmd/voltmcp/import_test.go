@@ -282,7 +282,7 @@ func TestSetup(t *testing.T) {
 	if b, _ := os.ReadFile(claude + backupSuffix); string(b) != string(before) {
 		t.Errorf("the backup changed: %s", b)
 	}
-	if r := cli("servers"); !strings.Contains(r.stdout, "github") || strings.Contains(r.stdout, "voltmcp ") {
+	if r := cli("servers"); !strings.Contains(r.stdout, "github") || strings.Contains(r.stdout, "\nvoltmcp ") {
 		t.Errorf("servers after --move:\n%s", r)
 	}
 	// The project's .mcp.json: its servers move to .volt/mcp.json, and

@@ -102,12 +102,12 @@ func TestServersListUntrustedProjectServers(t *testing.T) {
 		t.Errorf("servers --json does not say on stderr why:\n%s", r)
 	}
 
-	r = cli("status")
-	if !strings.Contains(r.stdout, `"untrusted":2`) || !strings.Contains(r.stdout, "its servers everything, remote are not loaded") ||
+	r = cli("status", "--json")
+	if !strings.Contains(r.stdout, `"untrusted": 2`) || !strings.Contains(r.stdout, "its servers everything, remote are not loaded") ||
 		!strings.Contains(r.stdout, "run voltmcp trust") {
 		t.Errorf("status:\n%s", r)
 	}
-	if r := cli("status", "everything"); r.code != exitOK || !strings.Contains(r.stdout, `"status":"untrusted"`) {
+	if r := cli("status", "everything", "--json"); r.code != exitOK || !strings.Contains(r.stdout, `"status": "untrusted"`) {
 		t.Errorf("status everything:\n%s", r)
 	}
 

@@ -248,3 +248,64 @@ func cloneArgs(args map[string]any) map[string]any {
 	}
 	return out
 }
+
+// TestDescribeSchemasAlwaysWithinTheBound: whatever shape a large
+// schema has (wide, deep, one huge enum or default at the root, both
+// schemas at once), describe's schemas are JSON objects within
+// maxSchema, and the whole ones are in the output store.
+func TestDescribeSchemasAlwaysWithinTheBound(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{}, nil))
+	var wide, deep, enum, def strings.Builder
+	wide.WriteString(`{"type":"object","properties":{"p0":{"type":"string"}`)
+	for i := 1; i < 50_000; i++ {
+		fmt.Fprintf(&wide, `,"p%05d":{"type":"string"}`, i)
+	}
+	wide.WriteString(`}}`)
+	for range 900 {
+		deep.WriteString(`{"type":"object","properties":{"a":`)
+	}
+	deep.WriteString(`{}` + strings.Repeat("}}", 900))
+	enum.WriteString(`{"type":"string","enum":["v0"`)
+	for i := 1; i < 20_000; i++ {
+		fmt.Fprintf(&enum, `,"v%d"`, i)
+	}
+	enum.WriteString(`]}`)
+	def.WriteString(`{"type":"object","description":` + strconvQuote(strings.Repeat("d", 20_000)) + `,"default":` + strconvQuote(strings.Repeat("x", 40_000)) + `}`)
+	for _, tt := range []struct{ name, in, out string }{
+		{"wide", wide.String(), ""},
+		{"deep", deep.String(), ""},
+		{"enum", enum.String(), wide.String()},
+		{"default", def.String(), deep.String()},
+	} {
+		if !json.Valid([]byte(tt.in)) || tt.out != "" && !json.Valid([]byte(tt.out)) {
+			t.Fatalf("%s: the test's schema is not JSON", tt.name)
+		}
+		tool := Tool{Name: tt.name, InputSchema: json.RawMessage(tt.in)}
+		if tt.out != "" {
+			tool.OutputSchema = json.RawMessage(tt.out)
+		}
+		var d DescribeResult
+		e.fitSchemas("srv", tool, &d)
+		for which, s := range map[string]json.RawMessage{"input": d.InputSchema, "output": d.OutputSchema} {
+			if which == "output" && tt.out == "" {
+				if s != nil {
+					t.Errorf("%s: an output schema out of none: %s", tt.name, s)
+				}
+				continue
+			}
+			var v map[string]any
+			if len(s) > maxSchema || json.Unmarshal(s, &v) != nil {
+				t.Errorf("%s: the %s schema is %d bytes, or not an object: %.200s", tt.name, which, len(s), s)
+			}
+		}
+		if d.Cache == nil || !strings.Contains(d.Warning, d.Cache.ID) {
+			t.Errorf("%s: cache %v, warning %q", tt.name, d.Cache, d.Warning)
+		}
+	}
+}
+
+// strconvQuote is s as a JSON string.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

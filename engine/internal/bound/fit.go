@@ -65,11 +65,18 @@ func FitSchema(schema json.RawMessage, max int, note string) (json.RawMessage, F
 	if root.size <= max {
 		return root.render(nil, 1, 0, note), f // a compact form of it fits
 	}
-	for levels := root.levels(1); levels >= 1; levels-- {
-		if root.sized(1, levels, note) <= max {
-			f.Levels = levels
-			return root.render(nil, 1, levels, note), f
+	// The most levels that fit: a level where they fit and one more
+	// does not, found by bisection (keeping all of them does not fit).
+	if lo, hi := 1, root.levels(1)+1; root.sized(1, lo, note) <= max {
+		for hi-lo > 1 {
+			if mid := (lo + hi) / 2; root.sized(1, mid, note) <= max {
+				lo = mid
+			} else {
+				hi = mid
+			}
 		}
+		f.Levels = lo
+		return root.render(nil, 1, lo, note), f
 	}
 	out, left := root.greedy(max, note)
 	f.Levels, f.Members = 1, left
@@ -392,13 +399,13 @@ func (t *tree) greedy(max int, note string) (json.RawMessage, int) {
 	}
 	var body []byte
 	left := 0
-	fits := func(part []byte) bool {
-		extra := len(part)
+	fitsN := func(n int) bool { // a part of n bytes, after a comma when body has some
 		if len(body) > 0 {
-			extra++
+			n++
 		}
-		return len(body)+extra <= room-1 // -1: the comma before the comment
+		return len(body)+n <= room-1 // -1: the comma before the comment
 	}
+	fits := func(part []byte) bool { return fitsN(len(part)) }
 	put := func(part []byte) {
 		if len(body) > 0 {
 			body = append(body, ',')
@@ -417,15 +424,18 @@ func (t *tree) greedy(max int, note string) (json.RawMessage, int) {
 			for j, s := range v.vals {
 				p := append(append([]byte(nil), v.keys[j]...), ':')
 				p = s.render(p, 2, 1, note)
-				try := append(append([]byte(nil), props...), p...)
+				comma := 0
 				if len(props) > 1 {
-					try = append(append(append([]byte(nil), props...), ','), p...)
+					comma = 1
 				}
-				if !fits(append(append(append([]byte(nil), head...), try...), '}')) {
+				if !fitsN(len(head) + len(props) + comma + len(p) + 1) {
 					left++
 					continue
 				}
-				props = try
+				if comma == 1 {
+					props = append(props, ',')
+				}
+				props = append(props, p...)
 			}
 			if part := append(append(head, props...), '}'); fits(part) {
 				put(part)

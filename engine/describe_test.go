@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/npmpeers"
 )
 
 // servedClient serves e over stdio pipes to a go-sdk client, as an agent
@@ -308,4 +309,35 @@ func TestDescribeSchemasAlwaysWithinTheBound(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestPeerEverythingDescribe: describe of the official server-everything
+// over stdio gives get-structured-content's output schema and
+// simulate-research-query's task support ("required"), which the go-sdk's
+// client does not decode.
+func TestPeerEverythingDescribe(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"everything": nodeServer(t, npmpeers.EverythingEntry, "stdio")}, nil))
+	ctx := ctxT(t, 90*time.Second)
+	if err := e.Connect(ctx, "everything"); err != nil {
+		t.Fatal(err)
+	}
+	d := e.Gateway(ctx, GatewayInput{Action: "describe", Server: "everything", Tool: "get-structured-content"})
+	if dr, ok := d.Data.(DescribeResult); !ok || d.IsError || !strings.Contains(string(dr.OutputSchema), `"properties"`) {
+		t.Errorf("get-structured-content: %s", d.Text)
+	}
+	// The task tool is registered once the session is initialized, and
+	// announced with list_changed: the refresh that follows lists it.
+	var dr DescribeResult
+	for ctx.Err() == nil {
+		d = e.Gateway(ctx, GatewayInput{Action: "describe", Server: "everything", Tool: "simulate-research-query"})
+		if dr, _ = d.Data.(DescribeResult); !d.IsError {
+			break
+		}
+		if err := e.Refresh(ctx, "everything"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dr.TaskSupport != "required" || !strings.Contains(d.Text, `"taskSupport":"required"`) {
+		t.Errorf("simulate-research-query: %s", d.Text)
+	}
 }

@@ -99,7 +99,7 @@ func (b *bounder) addTools(page []Tool) {
 	in := make([]bound.Tool, 0, len(page))
 	for _, t := range page {
 		in = append(in, bound.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, TaskSupport: t.TaskSupport})
 	}
 	b.l.AddTools(in)
 }
@@ -114,7 +114,7 @@ func (b *bounder) tools() []Tool {
 	out := make([]Tool, len(kept))
 	for i, k := range kept {
 		out[i] = Tool{Name: k.Name, Title: k.Title, Description: k.Description, InputSchema: k.InputSchema,
-			OutputSchema: k.OutputSchema, Annotations: k.Annotations}
+			OutputSchema: k.OutputSchema, Annotations: k.Annotations, TaskSupport: k.TaskSupport}
 		out[i].Hash = toolHash(out[i])
 	}
 	return out

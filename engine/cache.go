@@ -78,8 +78,14 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// TaskSupport is the tool's execution.taskSupport, "forbidden",
+	// "optional" or "required", when the server listed one (MCP
+	// 2025-11-25 tasks): whether the tool may, or must, be called as a
+	// task. It is read from the raw listing of a stdio server; the go-sdk
+	// does not decode it.
+	TaskSupport string `json:"taskSupport,omitempty"`
 	// Hash is the sha256 of the tool's canonical name, title,
-	// description, schemas and annotations.
+	// description, schemas, annotations and task support.
 	Hash string `json:"hash"`
 }
 
@@ -148,7 +154,10 @@ func toolHash(t Tool) string {
 		InputSchema  any    `json:"inputSchema"`
 		OutputSchema any    `json:"outputSchema"`
 		Annotations  any    `json:"annotations"`
-	}{t.Name, t.Title, t.Description, canonical(t.InputSchema), canonical(t.OutputSchema), canonical(t.Annotations)}
+		// Omitted when empty: the hash of a tool without it is what it
+		// was before task support was read.
+		TaskSupport string `json:"taskSupport,omitempty"`
+	}{t.Name, t.Title, t.Description, canonical(t.InputSchema), canonical(t.OutputSchema), canonical(t.Annotations), t.TaskSupport}
 	b, _ := json.Marshal(canon) // plain data; cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

@@ -124,12 +124,17 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			if err != nil {
 				return "", s.explain("tools/list", err)
 			}
+			s.mu.Lock()
+			tasks := s.tasks.take()
+			s.mu.Unlock()
 			page := make([]Tool, 0, len(r.Tools))
 			for _, t := range r.Tools {
 				if t == nil {
 					continue
 				}
-				page = append(page, rawToolOf(t))
+				tool := rawToolOf(t)
+				tool.TaskSupport = tasks[t.Name]
+				page = append(page, tool)
 			}
 			b.addTools(page)
 			return r.NextCursor, nil

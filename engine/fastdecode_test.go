@@ -16,6 +16,7 @@ func FuzzFastDecodes(f *testing.F) {
 	for _, s := range []string{
 		`{"action":"call","server":"s","tool":"echo","arguments":{"text":"hi"}}`,
 		`{"action":"search","query":"read a file","server":"fs"}`,
+		`{"action":"search","query":"read a file","cursor":"YzE6c2VhcmNoOjg6YWJj"}`,
 		`{"action":"read_cache","cacheId":"mcpout_x","pattern":"a.c","limit":3}`,
 		`{"action":"call","argumentsJson":"{\"a\":1}","arguments":null}`,
 		`{"action":"call","arguments":[1],"arguments":{"b":[{}]}}`,

@@ -51,6 +51,12 @@ type CacheRef struct {
 	Read string `json:"read"`
 }
 
+// cacheRefOf points at the sidecar output id: the mcp tool's input that
+// reads it.
+func cacheRefOf(id string) *CacheRef {
+	return &CacheRef{ID: id, Read: fmt.Sprintf(`mcp({"action":"read_cache","cacheId":%q})`, id)}
+}
+
 // gwCall runs the call action and waits for its result.
 func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 	return turn.Await(ctx, func(ctx context.Context, then func(func(), GatewayResult)) { e.gwCallThen(ctx, in, then) })
@@ -269,7 +275,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 		e.log.Warn("output sidecar", "err", err)
 		return inline, tr, nil, sh
 	}
-	return inline, tr, &CacheRef{ID: id, Read: fmt.Sprintf(`mcp({"action":"read_cache","cacheId":%q})`, id)}, sh
+	return inline, tr, cacheRefOf(id), sh
 }
 
 // callText renders a call result for the model: the content, then one
@@ -338,8 +344,34 @@ func (e *Engine) gwListResources(ctx context.Context, in GatewayInput) GatewayRe
 	if bad != nil {
 		return *bad
 	}
+	at, err := decodeCursor(in.Cursor, pageResources, pageFingerprint(s.cfg.ID, metadataState(m)))
+	if err != nil {
+		return gwError("%v", err)
+	}
 	rs, ts := modelResources(s.cfg.ID, m.Resources, m.ResourceTemplates)
-	data := map[string]any{"action": "list_resources", "server": s.cfg.ID, "resources": nonNil(rs), "templates": nonNil(ts)}
+	// One sequence, the resources then the templates, paged as one.
+	items := make([]any, 0, len(rs)+len(ts))
+	for _, r := range rs {
+		items = append(items, r)
+	}
+	for _, t := range ts {
+		items = append(items, t)
+	}
+	page, next := listPage(items, at)
+	var prs []Resource
+	var pts []ResourceTemplate
+	for _, it := range page {
+		switch v := it.(type) {
+		case Resource:
+			prs = append(prs, v)
+		case ResourceTemplate:
+			pts = append(pts, v)
+		}
+	}
+	data := map[string]any{"action": "list_resources", "server": s.cfg.ID, "resources": nonNil(prs), "templates": nonNil(pts)}
+	if next > 0 {
+		data["nextCursor"] = encodeCursor(pageResources, next, pageFingerprint(s.cfg.ID, metadataState(m)))
+	}
 	return gwOK(data, jsonText(data))
 }
 
@@ -404,7 +436,16 @@ func (e *Engine) gwListPrompts(ctx context.Context, in GatewayInput) GatewayResu
 	if bad != nil {
 		return *bad
 	}
-	data := map[string]any{"action": "list_prompts", "server": s.cfg.ID, "prompts": nonNil(modelPrompts(s.cfg.ID, m.Prompts))}
+	fp := pageFingerprint(s.cfg.ID, metadataState(m))
+	at, err := decodeCursor(in.Cursor, pagePrompts, fp)
+	if err != nil {
+		return gwError("%v", err)
+	}
+	page, next := listPage(modelPrompts(s.cfg.ID, m.Prompts), at)
+	data := map[string]any{"action": "list_prompts", "server": s.cfg.ID, "prompts": nonNil(page)}
+	if next > 0 {
+		data["nextCursor"] = encodeCursor(pagePrompts, next, fp)
+	}
 	return gwOK(data, jsonText(data))
 }
 

@@ -122,6 +122,7 @@ var gatewayFields = [...]gatewayField{
 	{name: "startLine", kind: gwInteger, schema: `"minimum":1`},
 	{name: "endLine", kind: gwInteger, schema: `"minimum":1`},
 	{name: "pattern", kind: gwString, schema: `"description":"read_cache: only lines matching this regexp"`},
+	{name: "cursor", kind: gwString},
 }
 
 // gatewayFieldNames lists the names of the input fields, for the

@@ -32,7 +32,8 @@ const wireGatewaySchema = `{
     "offset": {"type": "integer", "minimum": 0},
     "startLine": {"type": "integer", "minimum": 1},
     "endLine": {"type": "integer", "minimum": 1},
-    "pattern": {"type": "string", "description": "read_cache: only lines matching this regexp"}
+    "pattern": {"type": "string", "description": "read_cache: only lines matching this regexp"},
+    "cursor": {"type": "string"}
   },
   "required": ["action"]
 }`

@@ -162,6 +162,8 @@ func (in *GatewayInput) fastDecode(raw []byte) bool {
 			field = &out.CacheID
 		case "pattern":
 			field = &out.Pattern
+		case "cursor":
+			field = &out.Cursor
 		case "arguments":
 			out.rawArgs = val
 			return val[0] == '{'

@@ -50,6 +50,7 @@ type supervisor struct {
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
 	conn            *line.Conn        // the session's connection when it is stdio, for calls on the lean path
+	tasks           *taskTap          // reads task support off a stdio session's listings (nil for HTTP)
 	hcall           *transport.Caller // the lean caller of the Streamable HTTP session hcallOf
 	hcallOf         *mcp.ClientSession
 	proc            *transport.Process         // the last stdio child started, for its exit status (explain)
@@ -308,6 +309,11 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		if err != nil {
 			return nil, nil, "", 0, err
 		}
+		tasks := &taskTap{}
+		t.Tap = tasks
+		s.mu.Lock()
+		s.tasks = tasks
+		s.mu.Unlock()
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 		proc := t.Process()
 		s.mu.Lock()
@@ -322,7 +328,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
 		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized}
 	s.mu.Lock()
-	s.httpT = ht
+	s.httpT, s.tasks = ht, nil
 	s.mu.Unlock()
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {

@@ -160,17 +160,21 @@ func gatewayCommands() []*command {
 	argsFlag := func(fs *pflag.FlagSet, in *engine.GatewayInput) {
 		fs.StringVar(&in.ArgumentsJSON, "args", "", "the arguments as a JSON object")
 	}
+	cursorFlag := func(fs *pflag.FlagSet, in *engine.GatewayInput) {
+		fs.StringVar(&in.Cursor, "cursor", "", "the next page: the nextCursor of the previous one")
+	}
 	return []*command{
 		gatewayCommand("status", "status", "summarize the gateway, or show one server in full",
 			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes (a config file that does not parse, with its file:line:col; an\nuntrusted project and the servers it leaves out; a policy file that does\nnot load, with its line), the audit log's health (failing: since when,\nwhy, records lost), and what the bounds dropped or cleaned from each\nserver's metadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes. Printed as aligned text; --json prints exactly what\nthe mcp tool's status action returns.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
 		gatewayCommand("search", "search", "search the cached tools of every server",
-			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. Prints a table (server, tool, risk, description); --json prints\nexactly what the mcp tool's search action returns.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json",
+			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--cursor C] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. Prints a table (server, tool, risk, description); --json prints\nexactly what the mcp tool's search action returns. When more matches follow, the result has a nextCursor: the same search\nwith --cursor set to it prints the next page.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json\n  voltmcp search issues --cursor NEXTCURSOR",
 			[]string{"QUERY"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {
 				fs.StringVar(&in.Server, "server", "", "search one server only")
 				fs.IntVar(&in.Limit, "limit", 0, "how many matches (default 8, at most 20)")
+				cursorFlag(fs, in)
 			}),
-		gatewayCommand("describe", "describe", "show one tool's description, risk and input schema",
-			"Usage: voltmcp describe SERVER TOOL [--json]\n\nShows one tool from the metadata cache: its title, risk and why, behaviour\nhints, description, and its input schema as a table of arguments (type,\nrequired, description). --json prints exactly what the mcp tool's describe\naction returns, the schema as JSON.\n\nExample:\n  voltmcp describe filesystem read_text_file", []string{"SERVER", "TOOL"}, nil),
+		gatewayCommand("describe", "describe", "show one tool's description, risk, schemas, task support and annotations",
+			"Usage: voltmcp describe SERVER TOOL [--json]\n\nWhat the mcp tool's describe action answers: the tool's description,\nrisk, input schema, output schema (when it has one), task support (the\nexecution.taskSupport a stdio server lists), annotations and metadata\nhash, printed as text with the input schema as a table of arguments\n(type, required, description); --json prints the result, schemas as JSON.\nEach schema is at most 16 KiB: a larger one keeps its top levels\nwith the deeper ones summarized, a warning says so, and the whole schemas\nare kept for 'voltmcp read-cache ID' (cache.id).\n\nExample:\n  voltmcp describe filesystem read_text_file", []string{"SERVER", "TOOL"}, nil),
 		gatewayCommand("call", "call", "call a tool of a server, as the mcp tool does",
 			"Usage: voltmcp call SERVER TOOL [--args JSON] [--json]\n\nStarts the server if needed, calls the tool, and prints the result capped\nlike an agent sees it; a longer output is kept for 'voltmcp read-cache'.\nAn image or audio clip is one description line, never its bytes (the\nagent gets it as MCP content, settings.media); --json lists each in media.\n\nExample:\n  voltmcp call filesystem list_directory --args '{\"path\": \".\"}'",
 			[]string{"SERVER", "TOOL"}, argsFlag),
@@ -179,11 +183,11 @@ func gatewayCommands() []*command {
 		gatewayCommand("disconnect", "disconnect", "disconnect a server and stop its process",
 			"Usage: voltmcp disconnect SERVER [--json]\n\nExample:\n  voltmcp disconnect github", []string{"SERVER"}, nil),
 		gatewayCommand("resources", "list_resources", "list a server's cached resources",
-			"Usage: voltmcp resources SERVER [--json]\n\nLists a server's cached resources and resource templates as tables (URI,\nname, type, description); --json prints exactly what the mcp tool's\nlist_resources action returns.\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, nil),
+			"Usage: voltmcp resources SERVER [--cursor C] [--json]\n\nLists the resources, then the resource templates, of SERVER's metadata\ncache, 50 items (at most 32 KiB) a page, as tables (URI, name, type, description); when more follow, the\nresult has a nextCursor, which --cursor takes for the next page. --json\nprints exactly what the mcp tool's list_resources action returns.\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, cursorFlag),
 		gatewayCommand("read-resource", "read_resource", "read a resource of a server",
 			"Usage: voltmcp read-resource SERVER URI [--json]\n\nExample:\n  voltmcp read-resource everything demo://resource/static/document/1.md", []string{"SERVER", "URI"}, nil),
 		gatewayCommand("prompts", "list_prompts", "list a server's cached prompts",
-			"Usage: voltmcp prompts SERVER [--json]\n\nLists a server's cached prompts as a table (name, arguments with * for a\nrequired one, description); --json prints exactly what the mcp tool's\nlist_prompts action returns.\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, nil),
+			"Usage: voltmcp prompts SERVER [--cursor C] [--json]\n\nLists the prompts of SERVER's metadata cache, 50 (at most 32 KiB) a page,\nas a table (name, arguments with * for a required one, description);\nwhen more follow, the result has a nextCursor, which --cursor takes for\nthe next page. --json prints exactly what the mcp tool's list_prompts\naction returns.\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, cursorFlag),
 		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt and show it, for you to preview",
 			"Usage: voltmcp get-prompt SERVER PROMPT [--args JSON] [--json]\n\nFetches PROMPT from SERVER (starting it if need be) and prints its\nmessages, one \"role: text\" each, cleaned and cut like every text a\nserver sends. The arguments are a JSON object; a value that is not a\nstring is sent as its JSON text. Under the prompts setting\n\"user-preview\" (the default) you can preview any prompt here, while the\nmodel's get_prompt through voltmcp serve is refused; \"model\" lets the\nmodel fetch prompts too; \"disabled\" refuses both.\n\nExample:\n  voltmcp get-prompt everything args-prompt --args '{\"city\": \"Oslo\"}'", []string{"SERVER", "PROMPT"}, argsFlag),
 		gatewayCommand("read-cache", "read_cache", "read a cut output back from the sidecar",

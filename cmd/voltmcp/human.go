@@ -149,6 +149,16 @@ func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\
 
 func (t *table) flush() { _ = t.tw.Flush() }
 
+// writeMore takes the result's nextCursor and, when there is one, says
+// which command prints the next page.
+func writeMore(w io.Writer, f fields, command string) {
+	var next string
+	f.take("nextCursor", &next)
+	if next != "" {
+		fmt.Fprintf(w, "more: %s --cursor %s\n", command, shellQuote(clean(next)))
+	}
+}
+
 // descWidth bounds a description in a table.
 const descWidth = 72
 
@@ -182,6 +192,14 @@ func renderSearch(w io.Writer, f fields, in engine.GatewayInput) {
 	if hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", clean(hint))
 	}
+	more := "voltmcp search " + shellQuote(clean(query))
+	if in.Server != "" {
+		more += " --server " + shellQuote(clean(in.Server))
+	}
+	if in.Limit > 0 {
+		more += fmt.Sprintf(" --limit %d", in.Limit)
+	}
+	writeMore(w, f, more)
 	f.writeRest(w)
 	if len(matches) > 0 {
 		fmt.Fprintln(w, "\nnext: voltmcp describe SERVER TOOL, then voltmcp call SERVER TOOL --args JSON")
@@ -189,8 +207,9 @@ func renderSearch(w io.Writer, f fields, in engine.GatewayInput) {
 }
 
 func renderDescribe(w io.Writer, f fields, in engine.GatewayInput) {
-	var server, tool, title, desc, risk, why, hash, warning string
-	var schema, ann json.RawMessage
+	var server, tool, title, desc, risk, why, hash, warning, tasks string
+	var schema, output, ann json.RawMessage
+	var cache *engine.CacheRef
 	f.take("server", &server)
 	f.take("tool", &tool)
 	f.take("title", &title)
@@ -200,7 +219,10 @@ func renderDescribe(w io.Writer, f fields, in engine.GatewayInput) {
 	f.take("metadataHash", &hash)
 	f.take("warning", &warning)
 	f.take("inputSchema", &schema)
+	f.take("outputSchema", &output)
+	f.take("taskSupport", &tasks)
 	f.take("annotations", &ann)
+	f.take("cache", &cache)
 	f.drop("call") // the agent's call; the CLI's is below
 	head := clean(server) + " / " + clean(tool)
 	if title != "" {
@@ -216,10 +238,16 @@ func renderDescribe(w io.Writer, f fields, in engine.GatewayInput) {
 	if len(ann) > 0 {
 		t.row("hints:", cell(hintsText(ann, true), 0))
 	}
+	if tasks != "" {
+		t.row("tasks:", cell(tasks, 0)+" (task support)")
+	}
 	t.row("metadata:", cell(hash, 0))
 	t.flush()
 	if warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", clean(warning))
+	}
+	if cache != nil && cache.ID != "" {
+		fmt.Fprintf(w, "the whole schemas: voltmcp read-cache %s\n", shellQuote(clean(cache.ID)))
 	}
 	if desc = engine.PersonText(server, desc); desc != "" {
 		fmt.Fprintln(w, "\ndescription:")
@@ -227,6 +255,10 @@ func renderDescribe(w io.Writer, f fields, in engine.GatewayInput) {
 	}
 	fmt.Fprintln(w, "\ninput:")
 	writeSchema(w, schema, "  ")
+	if len(output) > 0 {
+		fmt.Fprintln(w, "\noutput:")
+		writeSchema(w, output, "  ")
+	}
 	if len(f) > 0 {
 		fmt.Fprintln(w)
 		f.writeRest(w)
@@ -597,6 +629,7 @@ func renderResources(w io.Writer, f fields, in engine.GatewayInput) {
 		}
 		t.flush()
 	}
+	writeMore(w, f, "voltmcp resources "+shellQuote(clean(server)))
 	f.writeRest(w)
 	if len(rs) > 0 {
 		fmt.Fprintf(w, "\nread one: voltmcp read-resource %s URI\n", shellQuote(clean(server)))
@@ -630,6 +663,7 @@ func renderPrompts(w io.Writer, f fields, in engine.GatewayInput) {
 		}
 		t.flush()
 	}
+	writeMore(w, f, "voltmcp prompts "+shellQuote(clean(server)))
 	f.writeRest(w)
 	if len(ps) > 0 {
 		fmt.Fprintf(w, "\n* marks a required argument; preview one: voltmcp get-prompt %s PROMPT --args JSON\n", shellQuote(clean(server)))

@@ -104,6 +104,11 @@
 //     input) with those annotations. A test rewrites the file between two
 //     runs to change a server's hints while its config stays the same.
 //     Every call answers "ok".
+//   - described (raw): [ToolReport], with an output schema, task support
+//     and a read-only hint; [ToolWide], whose input schema is about 32 KB;
+//     [DescribedLookups] tools lookup_0000 …; and [DescribedResources]
+//     resources, [DescribedTemplates] templates and [DescribedPrompts]
+//     prompts, for describe and the gateway's paged answers.
 //   - flood-notify (raw): a tool [ToolFlood] that, before it answers,
 //     sends count (default [FloodNotifications], 10,000; at most
 //     1,000,000) notifications/message and as many notifications/progress,

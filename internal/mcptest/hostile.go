@@ -273,6 +273,8 @@ func hostileList(mode, cursor string, n int) (map[string]any, error) {
 		return map[string]any{"tools": rugPullTools(mode, n > 1)}, nil
 	case ModeHintsFile:
 		return hintsFileTools()
+	case ModeDescribed:
+		return map[string]any{"tools": describedTools()}, nil
 	case ModeHostileWire:
 		return map[string]any{"tools": []any{rawTool(ToolWireFail, "Fails with a hostile JSON-RPC error.", objectSchema()),
 			rawTool(ToolWireStructured, "Answers clean text with hostile structured content.", objectSchema())}}, nil

@@ -204,6 +204,9 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 		if mode == ModeFloodNotify {
 			caps["logging"] = map[string]any{}
 		}
+		if mode == ModeDescribed {
+			caps["resources"], caps["prompts"] = map[string]any{}, map[string]any{}
+		}
 		resp.Result = map[string]any{
 			"protocolVersion": negotiate(p.ProtocolVersion),
 			"capabilities":    caps,
@@ -263,6 +266,10 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 		}
 		resp.Result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}
 	default:
+		if list, ok := describedList(msg.Method); ok && mode == ModeDescribed {
+			resp.Result = list
+			break
+		}
 		resp.Error = &rawError{Code: codeMethodNotFound, Message: "Method not found: " + msg.Method}
 	}
 	return resp, true

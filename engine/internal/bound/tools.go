@@ -16,6 +16,9 @@ type Tool struct {
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 	Annotations  json.RawMessage
+	// TaskSupport is the tool's execution.taskSupport: "forbidden",
+	// "optional" or "required" are kept, anything else is dropped.
+	TaskSupport string
 	// Report is set by [Tools] on each tool it keeps: what was cleaned,
 	// clipped or dropped from that tool's metadata. It is ignored on
 	// input.
@@ -136,6 +139,10 @@ func boundTool(t Tool, l Limits) (Tool, error) {
 		} else {
 			r.Add(ar)
 		}
+	}
+	switch t.TaskSupport {
+	case "forbidden", "optional", "required":
+		out.TaskSupport = t.TaskSupport
 	}
 	out.Report = r
 	return out, nil

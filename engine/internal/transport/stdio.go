@@ -23,6 +23,8 @@ type Stdio struct {
 	// Check, when set, checks the work on the connection's reader (see
 	// [turn.Check]).
 	Check *turn.Check
+	// Tap, when set, sees the connection's messages (see [line.Tap]).
+	Tap line.Tap
 
 	mu   sync.Mutex
 	proc *Process   // the running child, for its exit status
@@ -38,7 +40,7 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.mu.Lock()
 	t.proc = p
 	t.mu.Unlock()
-	conn, err := (&line.Transport{Reader: p.Reader(), Writer: p, MaxMessage: t.MaxLine, Client: true, Check: t.Check}).Connect(ctx)
+	conn, err := (&line.Transport{Reader: p.Reader(), Writer: p, MaxMessage: t.MaxLine, Client: true, Check: t.Check, Tap: t.Tap}).Connect(ctx)
 	if err != nil {
 		p.Close()
 		return nil, err

@@ -309,9 +309,10 @@ func (e *Engine) gwSearch(ctx context.Context, in GatewayInput) GatewayResult {
 
 // awaitFirstListings waits, at most within in all, for the first
 // listings already in flight of the servers search looks at (server, or
-// every one when it is ""), so that a search made while a server is
-// being listed for the first time finds its tools. It never starts a
-// listing: search never starts a server. It returns the servers it
+// every one when it is ""), those [Engine.ListUnlisted] queued
+// included, so that a search made while a server is being listed for
+// the first time finds its tools. It never starts a listing: search
+// never starts a server. It returns the servers it
 // waited for whose listing ended, and those still being listed.
 func (e *Engine) awaitFirstListings(ctx context.Context, server string, within time.Duration) (waited, pending []string) {
 	e.mu.Lock()
@@ -327,17 +328,24 @@ func (e *Engine) awaitFirstListings(ctx context.Context, server string, within t
 	defer cancel()
 	for _, s := range sups {
 		s.mu.Lock()
-		inFlight := s.firstListingLocked() != nil
+		queued := s.queued
+		inFlight := s.firstListingLocked() != nil || queued != nil
 		s.mu.Unlock()
 		if !inFlight {
 			continue
+		}
+		if queued != nil { // listed at start (ListUnlisted), maybe not begun yet
+			select {
+			case <-queued:
+			case <-wctx.Done():
+			}
 		}
 		if s.listedOrAwait(wctx, within).meta != nil {
 			waited = append(waited, s.cfg.ID)
 			continue
 		}
 		s.mu.Lock()
-		inFlight = s.firstListingLocked() != nil
+		inFlight = s.firstListingLocked() != nil || s.queued != nil
 		s.mu.Unlock()
 		if inFlight { // else it failed: status says why
 			pending = append(pending, s.cfg.ID)

@@ -265,6 +265,10 @@ Examples:
 			// the instructions rather than a server that failed.
 			fmt.Fprintf(e.stderr, "voltmcp serve: %s\n", clean(off))
 		}
+		// Servers never listed are listed once in the background, so
+		// that the agent's first search finds their tools (settings
+		// listAtStart).
+		eng.ListUnlisted(ctx)
 		if addr == "" && socket == "" {
 			// ServeStdio reads and writes the agent's pipes through the
 			// poller.

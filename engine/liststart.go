@@ -9,18 +9,39 @@ import (
 // at the same time.
 const listAtStartAtOnce = 4
 
+// startListing is the listing [Engine.ListUnlisted] queued for a
+// server.
+type startListing struct {
+	// done closes when the listing ends: listed, failed or skipped.
+	done chan struct{}
+	// uses is the server's use count (supervisor.use) when the listing
+	// was queued: a use since keeps a lazy server running after it.
+	uses uint64
+}
+
 // ListUnlisted lists, in the background, each enabled server that is
 // cold and has no metadata (cached or discovered), so that an agent's
 // first search finds its tools; serve calls it once when it starts. At
-// most four servers are listed at a time. A server that is neither
-// eager nor keep-alive is stopped again after its listing, unless a
-// call is in flight on it then (its idle timer stops it later); a failure only shows in the server's status.
-// A search made while these listings are queued or in flight waits for
-// them briefly and says so. Listings not begun when ctx ends are
-// dropped; those begun end with the Engine ([Engine.Close]) or their
-// connect and discovery timeouts. It does nothing when the setting
-// listAtStart is false or the gateway is turned off, and returns the
-// servers it queued, sorted.
+// most four servers are listed at a time.
+//
+// Such a listing is what a first use of the server would do, and
+// nothing else: what asks for the server meanwhile sees it as being
+// listed. A call, describe or any other action on the server waits for
+// the listing in flight and is decided on what it listed, pin changes
+// included, as if the listing had come first; an
+// action on a server whose listing is queued but not begun lists it
+// itself, as it would without ListUnlisted, and the queued listing is
+// then skipped. A search waits for queued and running listings briefly
+// and says which servers were still being listed.
+//
+// A server that is neither eager nor keep-alive is stopped again after
+// its listing, unless something used it since it was queued: then it
+// stays, as after any use, until its idle timer stops it. A failure
+// only shows in the server's status (error, with lastError saying why).
+// Listings not begun when ctx ends are dropped; those begun end with
+// the Engine ([Engine.Close]) or their connect and discovery timeouts.
+// It does nothing when the setting listAtStart is false or the gateway
+// is turned off, and returns the servers it queued, sorted.
 func (e *Engine) ListUnlisted(ctx context.Context) []string {
 	if e.TurnedOff() != "" || !e.Config().Settings.ListAtStart {
 		return nil
@@ -33,8 +54,8 @@ func (e *Engine) ListUnlisted(ctx context.Context) []string {
 	var sups []*supervisor
 	for _, s := range e.servers {
 		s.mu.Lock()
-		if s.status == StatusCold && s.meta == nil && s.queued == nil {
-			s.queued = make(chan struct{})
+		if s.status == StatusCold && s.meta == nil && s.atStart == nil {
+			s.atStart = &startListing{done: make(chan struct{}), uses: s.uses}
 			s.wg.Add(1)
 			sups = append(sups, s)
 		}
@@ -48,7 +69,7 @@ func (e *Engine) ListUnlisted(ctx context.Context) []string {
 		ids = append(ids, s.cfg.ID)
 		go func() {
 			defer s.wg.Done()
-			defer s.endQueued()
+			defer s.endStartListing()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -63,19 +84,25 @@ func (e *Engine) ListUnlisted(ctx context.Context) []string {
 	return ids
 }
 
-// endQueued ends the listing ListUnlisted queued, waking the searches
-// that wait for it.
-func (s *supervisor) endQueued() {
+// endStartListing ends the listing ListUnlisted queued, waking whoever
+// waits for it.
+func (s *supervisor) endStartListing() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.queued != nil {
-		close(s.queued)
-		s.queued = nil
+	if s.atStart != nil {
+		close(s.atStart.done)
+		s.atStart = nil
 	}
 }
 
-// listAtStart lists a server for ListUnlisted, as voltmcp refresh does,
-// unless something started it meanwhile, and stops a lazy one again.
+// listAtStart lists a server for ListUnlisted by connecting it, which
+// lists it, unless something listed it or began to meanwhile (a use
+// that came first lists it itself), and then stops a lazy server again
+// unless it was used since it was queued.
+//
+// It connects through ensure, as any use does, and never lists a
+// connected server a second time: a call decided on the listing a use
+// made must not find another one numbered after it (errListedMeanwhile).
 func (s *supervisor) listAtStart() {
 	s.mu.Lock()
 	untouched := s.status == StatusCold && s.meta == nil
@@ -84,7 +111,7 @@ func (s *supervisor) listAtStart() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, ms(s.cfg.ConnectTimeoutMs)+ms(s.cfg.DiscoveryTimeoutMs))
-	err := s.refresh(ctx)
+	_, err := s.ensure(ctx)
 	cancel()
 	if err != nil {
 		// The status is error, with lastError saying why; whatever
@@ -95,13 +122,16 @@ func (s *supervisor) listAtStart() {
 	if s.cfg.Lifecycle == "eager" || s.cfg.Lifecycle == "keep-alive" {
 		return
 	}
-	// Connecting counts as a use (touch), so lastUse cannot tell
-	// whether a call came meanwhile; one still in flight keeps it. The
-	// stop holds the connecting slot, so that a call arriving meanwhile
-	// waits for it in ensure and then starts the server again, rather
-	// than fail to connect while it is disconnecting.
+	// Whether to stop is decided, and the stop begun, under one hold of
+	// s.mu: an action counts its use (use) before it reads the listing
+	// or asks for the session, so either the use came first and the
+	// server stays, or the action finds the connecting slot held (its
+	// listing then says not connected, and ensure waits for the stop)
+	// and starts the server again, deciding on what that lists. No
+	// action decides on a session this stop then closes.
 	s.mu.Lock()
-	if s.inflight > 0 || s.connecting != nil {
+	l := s.atStart
+	if l == nil || s.uses != l.uses || s.inflight > 0 || s.connecting != nil || s.session == nil || s.status != StatusReady {
 		s.mu.Unlock()
 		return
 	}
@@ -113,4 +143,27 @@ func (s *supervisor) listAtStart() {
 	s.connecting = nil
 	s.mu.Unlock()
 	close(hold)
+}
+
+// use counts a use of the server: an action on it (see [Engine.use]).
+// A lazy server listed at start stays running when it was used since
+// its listing was queued (listAtStart).
+func (s *supervisor) use() {
+	s.mu.Lock()
+	s.uses++
+	s.mu.Unlock()
+}
+
+// use returns the supervisor of the server id for an action on it (a
+// call, describe, connect, a resource or prompt read, a refresh), and
+// counts the use (supervisor.use) before the action reads anything of
+// the server. What only reads status or metadata for the user (status,
+// search, pins) looks the server up with supervisor instead.
+func (e *Engine) use(id string) (*supervisor, error) {
+	s, err := e.supervisor(id)
+	if err != nil {
+		return nil, err
+	}
+	s.use()
+	return s, nil
 }

@@ -66,9 +66,11 @@ type supervisor struct {
 	idle            *time.Timer       // the idle timer (touch), armed for session idleGen
 	idleGen         uint64
 	lastUse         time.Time // when a call last ended, for the idle timer
-	// queued closes when the listing ListUnlisted queued for this
-	// server ends (listed, failed or skipped); nil when none is queued.
-	queued       chan struct{}
+	// atStart is the listing ListUnlisted queued for this server, until
+	// it ends (listed, failed or skipped); uses counts the actions on the
+	// server (use), for it.
+	atStart      *startListing
+	uses         uint64
 	attempts     int // connection failures in a row, for the backoff
 	refreshing   bool
 	refreshAgain bool // asked for while refreshing: refresh once more after

@@ -178,7 +178,12 @@ func serveCommand() *command {
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
 Claude Code, Cursor and VS Code start). Eager and keep-alive servers start
-in the background; startup never waits for them.
+in the background; startup never waits for them. Servers with no cached
+tools are listed once in the background too (four at a time; lazy ones are
+stopped again after), so the agent's first search finds their tools: a
+search waits up to 2 s for those listings and says which servers are still
+being listed; a call or describe waits for its server's. settings
+listAtStart: false turns this off (voltmcp refresh lists from the CLI).
 
 With --http, over Streamable HTTP on a loopback address, to the holder of a
 bearer token only: another user of the machine can reach a loopback port

@@ -28,11 +28,13 @@ type startListing struct {
 // nothing else: what asks for the server meanwhile sees it as being
 // listed. A call, describe or any other action on the server waits for
 // the listing in flight and is decided on what it listed, pin changes
-// included, as if the listing had come first; an
-// action on a server whose listing is queued but not begun lists it
-// itself, as it would without ListUnlisted, and the queued listing is
-// then skipped. A search waits for queued and running listings briefly
-// and says which servers were still being listed.
+// included, as if the listing had come first. A call or connect on a
+// server whose listing is queued but not begun lists it itself, as it
+// would without ListUnlisted, and the queued listing is then skipped;
+// describe and the other actions that never start a server wait for the
+// queued listing, within the server's connect and discovery timeouts. A
+// search waits for queued and running listings briefly and says which
+// servers were still being listed.
 //
 // A server that is neither eager nor keep-alive is stopped again after
 // its listing, unless something used it since it was queued: then it

@@ -222,7 +222,7 @@ func TestDefaults(t *testing.T) {
 	want := Settings{Enabled: true, Mode: "proxy", DefaultProjectTrust: "ask", ConnectTimeoutMs: 15000,
 		DiscoveryTimeoutMs: 10000, CallTimeoutMs: 600000, AuthTimeoutMs: 300000, IdleTimeoutMs: 600000,
 		MetadataRefreshMs: 86400000, MaxOutputBytes: 51200, MaxOutputLines: 2000, OutputCacheTtlMs: 86400000,
-		OutputCacheMaxBytes: 256 << 20, Resources: "explicit", Prompts: "user-preview",
+		OutputCacheMaxBytes: 256 << 20, Resources: "explicit", Prompts: "user-preview", ListAtStart: true,
 		Media:   Media{Inline: true, MaxItemBytes: 256 << 10, MaxAnswerBytes: 1 << 20},
 		Plugins: Plugins{Builtin: true, Classifiers: []Plugin{}, Shapers: []Plugin{}},
 		Limits: Limits{MaxTools: 1000, MaxDescriptionChars: 2048, MaxSchemaBytes: 65536, MaxSchemaDepth: 32,

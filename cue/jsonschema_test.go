@@ -175,6 +175,7 @@ func TestJSONSchemaDefaults(t *testing.T) {
 		"outputCacheMaxBytes": 268435456.0,
 		"enabled":             true,
 		"directTools":         false,
+		"listAtStart":         true,
 		"mode":                "proxy",
 		"defaultProjectTrust": "ask",
 		"prompts":             "user-preview",

@@ -90,6 +90,8 @@ type Settings struct {
 	Media     Media  `json:"media"`
 	Resources string `json:"resources"`
 	Prompts   string `json:"prompts"`
+	// ListAtStart lists servers with no cached metadata when serve starts.
+	ListAtStart bool `json:"listAtStart"`
 	// Plugins come from user layers only; paths are absolute.
 	Plugins Plugins `json:"plugins"`
 	// Limits are the gateway-wide bounds on what servers send.

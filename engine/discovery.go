@@ -308,8 +308,26 @@ func (s *supervisor) refreshAsync(why string) {
 // first calls to a server that was never listed all wait for the one
 // listing, rather than find no metadata yet.
 func (s *supervisor) refresh(ctx context.Context) error {
+	return s.relist(ctx, false)
+}
+
+// refreshStale is refresh for metadata that is missing or stale (see
+// stale), which it checks under the same hold of s.mu as the listing in
+// flight: metadata a listing (a first use's, one [Engine.ListUnlisted]
+// began) set just before is not listed again, which would number a new
+// listing after the one a call in flight was decided on.
+func (s *supervisor) refreshStale(ctx context.Context) error {
+	return s.relist(ctx, true)
+}
+
+// relist is refresh, or refreshStale when onlyStale is set.
+func (s *supervisor) relist(ctx context.Context, onlyStale bool) error {
 	for {
 		s.mu.Lock()
+		if onlyStale && s.discovery == nil && !s.staleLocked() {
+			s.mu.Unlock()
+			return nil
+		}
 		// A session still connecting is not connected yet: its
 		// discovery lists what this refresh would.
 		d, connected := s.discovery, s.session != nil && s.connecting == nil
@@ -384,8 +402,9 @@ func (s *supervisor) currentListing() listing {
 // does; when the server was never listed and a listing of it is in
 // flight (a discovery, or a connect, whose discovery follows), it first
 // waits for that listing to end, so that who needs the metadata while
-// the first listing runs finds it rather than "not listed yet". It never
-// starts a listing. The wait is bounded by ctx, by within when within is
+// the first listing runs finds it rather than "not listed yet"; a
+// listing [Engine.ListUnlisted] queued and not begun yet is waited for
+// too. It never starts a listing. The wait is bounded by ctx, by within when within is
 // positive, and by the listing's own timeouts (connectTimeoutMs,
 // discoveryTimeoutMs): past them the listing found so far is returned.
 func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) listing {
@@ -422,7 +441,8 @@ func (s *supervisor) listedOrAwait(ctx context.Context, within time.Duration) li
 
 // firstListingLocked returns, with s.mu held, what closes when the
 // first listing in flight ends, or nil when the server has metadata or
-// nothing lists it now.
+// nothing lists it now. A listing [Engine.ListUnlisted] queued counts as
+// in flight from when it is queued, begun or not.
 func (s *supervisor) firstListingLocked() <-chan struct{} {
 	switch {
 	case s.meta != nil:
@@ -431,6 +451,8 @@ func (s *supervisor) firstListingLocked() <-chan struct{} {
 		return s.discovery.done
 	case s.connecting != nil:
 		return s.connecting
+	case s.atStart != nil:
+		return s.atStart.done
 	}
 	return nil
 }

@@ -414,7 +414,7 @@ func (e *Engine) supervisor(id string) (*supervisor, error) {
 
 // Connect connects a server now, and lists and caches its metadata.
 func (e *Engine) Connect(ctx context.Context, id string) error {
-	s, err := e.supervisor(id)
+	s, err := e.use(id)
 	if err != nil {
 		return err
 	}
@@ -438,7 +438,7 @@ func (e *Engine) Disconnect(ctx context.Context, id string) error {
 
 // Refresh lists a server's metadata again, connecting if needed.
 func (e *Engine) Refresh(ctx context.Context, id string) error {
-	s, err := e.supervisor(id)
+	s, err := e.use(id)
 	if err != nil {
 		return err
 	}
@@ -462,12 +462,12 @@ func (e *Engine) Metadata(id string) (*Metadata, error) {
 // use it (describe, call): from the cache when it is fresh, else after
 // connecting and listing again. Start-up never does this; only use does.
 func (e *Engine) FreshMetadata(ctx context.Context, id string) (*Metadata, error) {
-	s, err := e.supervisor(id)
+	s, err := e.use(id)
 	if err != nil {
 		return nil, err
 	}
 	if s.stale() {
-		if err := s.refresh(ctx); err != nil {
+		if err := s.refreshStale(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -502,6 +502,9 @@ func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*
 		res *mcp.CallToolResult
 		err error
 	}
+	if _, err := e.use(server); err != nil {
+		return nil, err
+	}
 	a := turn.Await(ctx, func(ctx context.Context, then func(func(), answer)) {
 		e.callToolThen(ctx, server, tool, args, anyListing, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
 	})
@@ -511,7 +514,8 @@ func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*
 // callToolThen is callTool that hands its result to then, once: on
 // this goroutine, or on the server's connection's reader when the call
 // takes the lean path (see supervisor.call). decided is the listing the
-// call was decided on, or anyListing.
+// call was decided on, or anyListing. Its callers have counted the use
+// ([Engine.use]).
 func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s, err := e.supervisor(server)
 	if err != nil {

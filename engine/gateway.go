@@ -119,8 +119,19 @@ func jsonText(data any) string {
 	return string(b)
 }
 
-// needServer resolves in.Server, with suggestions when it is unknown.
+// needServer resolves in.Server for an action on it, as namedServer
+// does, and counts the use ([Engine.use]) before the action reads
+// anything of the server.
 func (e *Engine) needServer(in GatewayInput) (*supervisor, *GatewayResult) {
+	s, bad := e.namedServer(in)
+	if bad == nil {
+		s.use()
+	}
+	return s, bad
+}
+
+// namedServer resolves in.Server, with suggestions when it is unknown.
+func (e *Engine) namedServer(in GatewayInput) (*supervisor, *GatewayResult) {
 	if strings.TrimSpace(in.Server) == "" {
 		r := gwError("missing server: list them with {\"action\":\"list_servers\"}")
 		return nil, &r
@@ -144,7 +155,7 @@ func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 		// One server in full: its status, last error, and what the bounds
 		// dropped or cleaned from its metadata, and pending pin changes.
 		if strings.TrimSpace(in.Server) == "" {
-			_, bad := e.needServer(in)
+			_, bad := e.namedServer(in)
 			return *bad
 		}
 		sum, err := e.Server(in.Server)
@@ -361,11 +372,13 @@ func (e *Engine) gwSearch(ctx context.Context, in GatewayInput) GatewayResult {
 }
 
 // awaitFirstListings waits, at most within in all, for the first
-// listings already in flight of the servers search looks at (server, or
-// every one when it is ""), so that a search made while a server is
-// being listed for the first time finds its tools. It never starts a
-// listing: search never starts a server. It returns the servers it
-// waited for whose listing ended, and those still being listed.
+// listings in flight of the servers search looks at (server, or every
+// one when it is ""), those [Engine.ListUnlisted] queued included, so
+// that a search made while a server is being listed for the first time
+// finds its tools. It never starts a listing: search never starts a
+// server. It returns the servers it waited for whose listing ended with
+// their metadata, and those still being listed; one whose listing
+// failed is in neither (its status says why).
 func (e *Engine) awaitFirstListings(ctx context.Context, server string, within time.Duration) (waited, pending []string) {
 	e.mu.Lock()
 	var sups []*supervisor
@@ -392,7 +405,7 @@ func (e *Engine) awaitFirstListings(ctx context.Context, server string, within t
 		s.mu.Lock()
 		inFlight = s.firstListingLocked() != nil
 		s.mu.Unlock()
-		if inFlight { // else it failed: status says why
+		if inFlight {
 			pending = append(pending, s.cfg.ID)
 		}
 	}
@@ -507,7 +520,7 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 		return Tool{}, ToolInput{}, listing{}, &r
 	}
 	if refresh && s.stale() {
-		if err := s.refresh(ctx); err != nil {
+		if err := s.refreshStale(ctx); err != nil {
 			r := gwError("server %s: %v", s.cfg.ID, err)
 			return Tool{}, ToolInput{}, listing{}, &r
 		}

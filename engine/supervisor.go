@@ -67,13 +67,18 @@ type supervisor struct {
 	idle            *time.Timer       // the idle timer (touch), armed for session idleGen
 	idleGen         uint64
 	lastUse         time.Time // when a call last ended, for the idle timer
-	attempts        int       // connection failures in a row, for the backoff
-	refreshing      bool
-	refreshAgain    bool // asked for while refreshing: refresh once more after
-	stderr          *transport.Ring
-	scrub           transport.Scrubber
-	oauth           oauth.State // for auth type oauth (oauth.go)
-	pins            pinCache    // what is known of the server's pins (pins.go)
+	// atStart is the listing ListUnlisted queued for this server, until
+	// it ends (listed, failed or skipped); uses counts the actions on the
+	// server (use), for it.
+	atStart      *startListing
+	uses         uint64
+	attempts     int // connection failures in a row, for the backoff
+	refreshing   bool
+	refreshAgain bool // asked for while refreshing: refresh once more after
+	stderr       *transport.Ring
+	scrub        transport.Scrubber
+	oauth        oauth.State // for auth type oauth (oauth.go)
+	pins         pinCache    // what is known of the server's pins (pins.go)
 
 	// discovery is the listing in flight, or nil: who needs the
 	// metadata while it runs waits for it (refresh).

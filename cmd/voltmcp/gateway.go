@@ -211,7 +211,12 @@ func serveCommand() *command {
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
 Claude Code, Cursor and VS Code start). Eager and keep-alive servers start
-in the background; startup never waits for them.
+in the background; startup never waits for them. Servers with no cached
+tools are listed once in the background too (four at a time; lazy ones are
+stopped again after), so the agent's first search finds their tools: a
+search waits up to 2 s for those listings and says which servers are still
+being listed; a call or describe waits for its server's. settings
+listAtStart: false turns this off (voltmcp refresh lists from the CLI).
 
 With --http, over Streamable HTTP on a loopback address, to the holder of a
 bearer token only: another user of the machine can reach a loopback port
@@ -306,6 +311,10 @@ Examples:
 			// the instructions rather than a server that failed.
 			fmt.Fprintf(e.stderr, "voltmcp serve: %s\n", clean(off))
 		}
+		// Servers never listed are listed once in the background, so
+		// that the agent's first search finds their tools (settings
+		// listAtStart).
+		eng.ListUnlisted(ctx)
 		if addr == "" && socket == "" {
 			// ServeStdio reads and writes the agent's pipes through the
 			// poller.

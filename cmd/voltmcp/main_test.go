@@ -100,7 +100,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve auth logout status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -161,6 +161,8 @@ func TestCommandHelp(t *testing.T) {
 		"policy":        {"verbose", "input", "explain", "audit", "json"},
 		"pins":          {"json"},
 		"approve":       nil,
+		"auth":          {"no-browser", "timeout", "status", "json"},
+		"logout":        {"json"},
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

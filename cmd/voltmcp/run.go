@@ -121,7 +121,7 @@ type command struct {
 
 func commands() []*command {
 	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
-		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand()},
+		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand(), authCommand(), logoutCommand()},
 		gatewayCommands()...)
 }
 

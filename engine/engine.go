@@ -86,6 +86,10 @@ type Options struct {
 	// with a lastError that says so, and nothing blocks; stored tokens are
 	// still used and refreshed.
 	Authorize func(ctx context.Context, server string, authURL string) (callbackURL string, err error)
+	// AuthTimeout bounds a user's authorization through Authorize, in
+	// place of the authTimeoutMs setting (voltmcp auth --timeout). Zero:
+	// the setting, whose default is 5 minutes.
+	AuthTimeout time.Duration
 	// Elicit answers a server's request for input from the user
 	// (elicitation/create) while one of its calls runs. The request's text
 	// and schema come from the server: untrusted, to show as such. An

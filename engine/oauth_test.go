@@ -447,7 +447,7 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 		t.Errorf("took %s", d)
 	}
 	s, _ := e.Server("o")
-	if s.Status != StatusNeedsAuth || !strings.HasPrefix(s.LastError, "authorization required: run ") {
+	if s.Status != StatusNeedsAuth || !strings.HasPrefix(s.LastError, "authorization required for server o: log in with `voltmcp auth o`") {
 		t.Errorf("status %s, last error %q", s.Status, s.LastError)
 	}
 	if f.authorizes.Load() != 0 {

@@ -16,18 +16,19 @@ import (
 func addCommand() *command {
 	var url, transport, cwd, scope string
 	var headers, envs []string
-	var force, keepSecrets bool
+	var force, keepSecrets, oauth bool
 	c := &command{
 		name:    "add",
 		summary: "add an MCP server to voltmcp's own config file",
 		usage: `Usage: voltmcp add NAME [--env K=V]... [--cwd DIR] -- COMMAND [ARGS...]
-       voltmcp add NAME --url URL [--header K=V]... [--transport http|sse]
+       voltmcp add NAME --url URL [--header K=V]... [--transport http|sse] [--oauth]
 
 Adds a server to voltmcp's user file (<home>/.volt/agent/mcp.json; with
 --scope project, <project>/.volt/mcp.json), atomically and keeping the rest
 of the file. A stdio server is the command after --; an HTTP server is its
 --url, spoken over Streamable HTTP with a fallback to SSE unless --transport
-says which. The entry is checked with the schema the loader uses before
+says which; --oauth makes it log in with OAuth ("auth": {"type": "oauth"}),
+after which 'voltmcp auth NAME' logs you in. The entry is checked with the schema the loader uses before
 anything is written: a bad name, URL or variable is an error naming the
 field. A credential belongs in the environment: write it as a reference,
 --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}'; a literal secret is refused unless
@@ -37,7 +38,8 @@ field. A credential belongs in the environment: write it as a reference,
 Examples:
   voltmcp add everything -- npx -y @modelcontextprotocol/server-everything@2025.9.25
   voltmcp add github --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio
-  voltmcp add notes --url https://notes.example/mcp --header 'Authorization=Bearer ${env:NOTES_TOKEN}'`,
+  voltmcp add notes --url https://notes.example/mcp --header 'Authorization=Bearer ${env:NOTES_TOKEN}'
+  voltmcp add linear --url https://mcp.linear.app/mcp --oauth`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&url, "url", "", "the URL of an HTTP server")
 			fs.StringArrayVar(&headers, "header", nil, "an HTTP header K=V to send (repeatable)")
@@ -47,6 +49,7 @@ Examples:
 			fs.StringVar(&scope, "scope", "user", "write voltmcp's user file (user) or the project's .volt/mcp.json (project)")
 			fs.BoolVar(&force, "force", false, "replace voltmcp's own entry of the same name")
 			fs.BoolVar(&keepSecrets, "keep-secrets", false, "accept a literal secret in --env or --header (vet reports it)")
+			fs.BoolVar(&oauth, "oauth", false, "an HTTP server that logs in with OAuth (then: voltmcp auth NAME)")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -85,9 +88,12 @@ Examples:
 				}
 				def["headers"] = m
 			}
+			if oauth {
+				def["auth"] = map[string]any{"type": "oauth"}
+			}
 		default:
-			if len(headers) > 0 || transport != "" {
-				return usageErrorf("--header and --transport are for an HTTP server given with --url")
+			if len(headers) > 0 || transport != "" || oauth {
+				return usageErrorf("--header, --transport and --oauth are for an HTTP server given with --url")
 			}
 			def["transport"] = cue.TransportStdio
 			def["command"] = cmdline[0]

@@ -182,6 +182,16 @@ func TestAddRemove(t *testing.T) {
 	if r := cli("add", "notes", "--url", "https://notes.example/mcp", "--header", "Authorization=Bearer ${env:NOTES_TOKEN}", "--transport", "sse"); r.code != exitOK {
 		t.Fatalf("add url:\n%s", r)
 	}
+	// An OAuth server: added with --oauth, it waits for voltmcp auth.
+	if r := cli("add", "linear", "--url", "https://mcp.linear.example/mcp", "--oauth"); r.code != exitOK {
+		t.Fatalf("add --oauth:\n%s", r)
+	}
+	if r := cli("auth", "--status", "linear"); r.code != exitOK || !strings.Contains(r.stdout, "needs_auth") {
+		t.Errorf("auth --status after add --oauth:\n%s", r)
+	}
+	if r := cli("add", "x", "--oauth", "--", "cmd"); r.code != exitUsage || !strings.Contains(r.stderr, "--oauth are for an HTTP server") {
+		t.Errorf("add --oauth on a stdio server:\n%s", r)
+	}
 	r := cli("servers")
 	if !strings.Contains(r.stdout, "everything") || !strings.Contains(r.stdout, "notes") || !strings.Contains(r.stdout, "sse") {
 		t.Errorf("servers:\n%s", r)

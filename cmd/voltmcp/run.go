@@ -131,7 +131,7 @@ func commands() []*command {
 		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand(),
 		importCommand(), addCommand(), removeCommand(), setupCommand(),
 
-		toolsCommand(), doctorCommand(), completionCommand(), completeCommand()},
+		toolsCommand(), doctorCommand(), completionCommand(), completeCommand(), authCommand(), logoutCommand()},
 		gatewayCommands()...)
 }
 

@@ -17,9 +17,10 @@ import (
 )
 
 // openEngine builds a passive Engine for one CLI command: it loads the
-// config and the metadata cache but starts no server by itself.
-func openEngine(ctx context.Context, e *env) (*engine.Engine, error) {
-	eng, err := engine.New(ctx, &engine.Options{
+// config and the metadata cache but starts no server by itself. Each
+// tweak adjusts the options first (voltmcp auth gives Authorize).
+func openEngine(ctx context.Context, e *env, tweak ...func(*engine.Options)) (*engine.Engine, error) {
+	opts := &engine.Options{
 		Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 		Surface: cue.SurfaceInteractive, Approve: e.g.approve, NoApprove: e.g.noApprove,
 		LookupEnv: func(k string) (string, bool) {
@@ -27,7 +28,11 @@ func openEngine(ctx context.Context, e *env) (*engine.Engine, error) {
 			return v, v != ""
 		},
 		Passive: true,
-	})
+	}
+	for _, t := range tweak {
+		t(opts)
+	}
+	eng, err := engine.New(ctx, opts)
 	if err != nil {
 		return nil, failuref("%w", err)
 	}

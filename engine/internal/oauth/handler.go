@@ -100,6 +100,10 @@ type Options struct {
 	// AuthTimeout bounds the user's authorization. Zero means
 	// [DefaultAuthTimeout].
 	AuthTimeout time.Duration
+	// AuthTimeoutName is the setting AuthTimeout comes from, which the
+	// error of an authorization that ran out of time names; empty names
+	// none.
+	AuthTimeoutName string
 	// Base is the transport the guard's is cloned from when it is an
 	// *http.Transport (its proxy, TLS and pool settings); nil or any
 	// other RoundTripper means http.DefaultTransport ([oauthguard.New]).
@@ -277,8 +281,8 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	if h.opts.Authorize == nil {
 		transport.Discard(resp)
-		err := fmt.Errorf("authorization required: run the OAuth authorization for server %s from a surface that can ask the user "+
-			"(this engine has no Options.Authorize)", h.server)
+		err := fmt.Errorf("authorization required for server %s: log in with `voltmcp auth %s`, then call again "+
+			"(this engine has no Options.Authorize to ask the user with)", h.server, h.server)
 		h.failed(connecting, err, Required)
 		return err
 	}
@@ -316,7 +320,11 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 			err = r
 		}
 		if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("no authorization after %s (authTimeoutMs): %w", h.authTimeout, err)
+			if n := h.opts.AuthTimeoutName; n != "" {
+				err = fmt.Errorf("no authorization after %s (%s): %w", h.authTimeout, n, err)
+			} else {
+				err = fmt.Errorf("no authorization after %s: %w", h.authTimeout, err)
+			}
 		}
 		err = h.scrub.Err(fmt.Errorf("authorization failed: %w", err))
 		h.failed(connecting, err, Failed)

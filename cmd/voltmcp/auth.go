@@ -33,8 +33,9 @@ or plain http to a loopback authorization server under
 redirect the browser back to http://127.0.0.1:<port>/callback, a port
 only this run listens on, until the first valid answer or --timeout (the
 authTimeoutMs setting by default, 5 minutes). With --no-browser (which
-always means this flow) it only prints the URL: open it on any machine whose browser can reach the
-redirect (on a remote shell, forward the port: ssh -L PORT:127.0.0.1:PORT).
+always means this flow) it only prints the URL: open it on any machine
+whose browser can reach the redirect (on a remote shell, forward the
+port: ssh -L PORT:127.0.0.1:PORT).
 On success it prints that SERVER is authenticated (the scopes asked for,
 the expiry) and keeps the tokens in <agent-dir>/mcp/auth/SERVER.json
 (0600), where 'voltmcp call', 'voltmcp serve' and the rest find them and

@@ -139,7 +139,13 @@ func (h *Handler) device(ctx context.Context, req *http.Request, challenges []oa
 	h.scrub.Add(cfg.ClientSecret)
 	cctx := context.WithValue(ctx, oauth2.HTTPClient, h.client)
 	resource := oauth2.SetAuthURLParam("resource", prm.Resource)
-	da, err := cfg.DeviceAuth(cctx, resource)
+	authOpts := []oauth2.AuthCodeOption{resource}
+	if cfg.ClientSecret != "" && cfg.Endpoint.AuthStyle == oauth2.AuthStyleInParams {
+		// x/oauth2 sends only the client_id here; a confidential client
+		// authenticates as at the token endpoint (RFC 8628 §3.1).
+		authOpts = append(authOpts, oauth2.SetAuthURLParam("client_secret", cfg.ClientSecret))
+	}
+	da, err := cfg.DeviceAuth(cctx, authOpts...)
 	if err != nil {
 		return fmt.Errorf("device authorization request failed: %w", err)
 	}

@@ -382,3 +382,35 @@ func TestHasDisplay(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthDeviceTokenRefreshes(t *testing.T) {
+	t.Parallel()
+	// Access tokens of 1 s are stale at once (x/oauth2 renews 10 s before
+	// the expiry): every use after the device login refreshes, as the
+	// browser flow's tokens do.
+	s := oauthtest.New(t, &oauthtest.Options{Device: true, DeviceInterval: 1, TTL: time.Second})
+	home, env := oauthServers(t, nil, map[string]*oauthtest.Server{"o": s}, nil)
+	asked, wait := startLogin(t, env, "o", "--device")
+	code, ok := strings.CutPrefix(asked, "code ")
+	if !ok {
+		t.Fatalf("auth asked %q:\n%s", asked, wait())
+	}
+	if err := s.ApproveDevice(code); err != nil {
+		t.Fatal(err)
+	}
+	r := wait()
+	if r.code != exitOK || !strings.Contains(r.stdout, "is authenticated") {
+		t.Fatalf("auth:\n%s", r)
+	}
+	before := s.Refreshes.Load()
+	c := runCLI(t, env, "call", "o", "echo", "--args", `{"text": "fresh"}`)
+	if c.code != exitOK || !strings.Contains(c.stdout, "fresh") {
+		t.Fatalf("call:\n%s", c)
+	}
+	if s.Refreshes.Load() <= before || s.DeviceGrants.Load() != 1 {
+		t.Errorf("refreshes %d → %d, device grants %d: want a refresh by the call and one grant", before, s.Refreshes.Load(), s.DeviceGrants.Load())
+	}
+	if leak := s.Leaked(r.stdout + r.stderr + c.stdout + c.stderr + agentFiles(t, home)); leak != "" {
+		t.Errorf("output shows %s", leak)
+	}
+}

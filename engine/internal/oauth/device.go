@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 )
 
 // The device authorization grant (RFC 8628), for a user without a
@@ -104,7 +106,7 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	if h.useDevice() {
 		err := h.device(ctx, req, challenges)
 		if !errors.Is(err, ErrNoDeviceEndpoint) || h.opts.Flow != FlowAuto || h.opts.Authorize == nil {
-			resp.Body.Close()
+			transport.Discard(resp)
 			return err
 		}
 		h.log.Info("oauth: the authorization server offers no device authorization; the browser flow instead")

@@ -86,9 +86,25 @@ type Options struct {
 	// with a lastError that says so, and nothing blocks; stored tokens are
 	// still used and refreshed.
 	Authorize func(ctx context.Context, server string, authURL string) (callbackURL string, err error)
-	// AuthTimeout bounds a user's authorization through Authorize, in
-	// place of the authTimeoutMs setting (voltmcp auth --timeout). Zero:
-	// the setting, whose default is 5 minutes.
+	// DeviceAuthorize shows a user what to do to approve a device
+	// authorization (RFC 8628, the OAuth flow "device") for a server with
+	// auth type "oauth": the verification page, an https URL whose host
+	// the user should check, and the code to enter there. It returns once
+	// they are shown; the engine then polls the authorization server
+	// (honouring its interval, 5 s more on each slow_down) until the user
+	// approves, refuses, the code expires or AuthTimeout ends, and stores
+	// the token as the browser flow does. An error it returns ends the
+	// authorization. Zero: the device flow cannot ask the user, and ends
+	// in needs_auth as without Authorize.
+	DeviceAuthorize func(ctx context.Context, server string, d DeviceAuthorization) error
+	// AuthFlow is the OAuth flow of every authorization, in place of each
+	// server's auth.flow: [AuthFlowBrowser], [AuthFlowDevice] or
+	// [AuthFlowAuto] (voltmcp auth --device). Zero: each server's
+	// auth.flow, where none means [AuthFlowAuto].
+	AuthFlow string
+	// AuthTimeout bounds a user's authorization through Authorize or
+	// DeviceAuthorize, in place of the authTimeoutMs setting (voltmcp
+	// auth --timeout). Zero: the setting, whose default is 5 minutes.
 	AuthTimeout time.Duration
 	// Elicit answers a server's request for input from the user
 	// (elicitation/create) while one of its calls runs. The request's text

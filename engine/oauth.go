@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +17,91 @@ import (
 // engine/internal/oauth holds the handler, its state across connections
 // and the token store; this file resolves a server's auth config for it
 // and maps its hooks onto the supervisor: statuses, events, scrubbing,
-// the user's authorization through Options.Authorize.
+// the user's authorization through Options.Authorize or
+// Options.DeviceAuthorize, in the flow the server's auth.flow (or
+// Options.AuthFlow) chooses.
+
+// The OAuth flows, as a server's auth.flow and [Options.AuthFlow] name
+// them.
+const (
+	// AuthFlowBrowser is the authorization code flow with PKCE: the user
+	// approves in a browser, through [Options.Authorize].
+	AuthFlowBrowser = "browser"
+	// AuthFlowDevice is the device authorization grant (RFC 8628): the
+	// user approves a code on a page, on any device, through
+	// [Options.DeviceAuthorize]. The authorization server must offer it
+	// (device_authorization_endpoint).
+	AuthFlowDevice = "device"
+	// AuthFlowAuto is the device flow when there is no usable display
+	// (see [HasDisplay]) or no [Options.Authorize], and the authorization
+	// server offers it; else the browser flow.
+	AuthFlowAuto = "auto"
+)
+
+// DeviceAuthorization is what a user needs to approve a device
+// authorization, as [Options.DeviceAuthorize] gets it. None of it is a
+// secret (the device code the engine polls with is, and is not here);
+// the engine has checked that both URLs are https with a host, at the
+// same host, and that the code is at most 64 printable ASCII bytes.
+type DeviceAuthorization struct {
+	// VerificationURI is the page where the user enters UserCode.
+	VerificationURI string `json:"verificationUri"`
+	// VerificationURIComplete is the page with the code in it (for a
+	// link or a QR code), or "" when the authorization server gives none.
+	VerificationURIComplete string `json:"verificationUriComplete,omitempty"`
+	// UserCode is the code to enter.
+	UserCode string `json:"userCode"`
+	// Expiry is when the code expires; zero when the server does not say.
+	Expiry time.Time `json:"expiry,omitzero"`
+}
+
+// HasDisplay reports whether the user can be shown a browser where the
+// engine runs, as [AuthFlowAuto] judges it from the environment (lookup,
+// as [Options.LookupEnv]) and the operating system goos: in an SSH
+// session (SSH_CONNECTION, SSH_CLIENT or SSH_TTY set) only with a
+// display (DISPLAY or WAYLAND_DISPLAY set, a forwarded one); else always
+// on macOS and Windows, and elsewhere (Linux, the BSDs) only with a
+// display.
+func HasDisplay(lookup func(string) (string, bool), goos string) bool {
+	set := func(k string) bool {
+		v, ok := lookup(k)
+		return ok && v != ""
+	}
+	display := set("DISPLAY") || set("WAYLAND_DISPLAY")
+	if set("SSH_CONNECTION") || set("SSH_CLIENT") || set("SSH_TTY") {
+		return display
+	}
+	if goos == "darwin" || goos == "windows" {
+		return true
+	}
+	return display
+}
+
+// oauthFlow is the flow of the server's authorizations, as package oauth
+// names it: Options.AuthFlow, else auth.flow; "auto" (or none) is the
+// device flow, falling back to the browser flow where the authorization
+// server offers none, when there is a DeviceAuthorize and either no
+// Authorize or no display.
+func (s *supervisor) oauthFlow() (string, error) {
+	flow := s.e.opts.AuthFlow
+	if flow == "" {
+		flow = s.cfg.Auth.Flow
+	}
+	switch flow {
+	case AuthFlowBrowser:
+		return oauth.FlowBrowser, nil
+	case AuthFlowDevice:
+		return oauth.FlowDevice, nil
+	case "", AuthFlowAuto:
+	default:
+		return "", fmt.Errorf("auth: Options.AuthFlow %q: want %q, %q or %q", flow, AuthFlowBrowser, AuthFlowDevice, AuthFlowAuto)
+	}
+	o := &s.e.opts
+	if o.DeviceAuthorize != nil && (o.Authorize == nil || !HasDisplay(s.e.lookup, runtime.GOOS)) {
+		return oauth.FlowAuto, nil
+	}
+	return oauth.FlowBrowser, nil
+}
 
 // takeAuthFailure returns, and forgets, why an authorization failed while
 // the server was connecting. The status is then needs_auth, and lastError
@@ -37,8 +122,9 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauth.Handler, error) {
 	if s.cfg.Transport == cue.TransportSSE && !s.cfg.TransportAuto {
 		return nil, errors.New(`auth: oauth works over Streamable HTTP only, not "transport": "sse"`)
 	}
-	if a.Flow == "device" {
-		return nil, errors.New(`auth: the "device" flow is not supported yet; use "browser" or "auto"`)
+	flow, err := s.oauthFlow()
+	if err != nil {
+		return nil, err
 	}
 	expand := func(field, v string, secret bool) (string, error) {
 		out, err := cue.ExpandEnv(v, s.e.lookup)
@@ -51,7 +137,13 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauth.Handler, error) {
 		return out, nil
 	}
 	opts := &oauth.Options{TokenEndpointAuthMethod: a.TokenEndpointAuthMethod, AllowInsecureLoopback: a.AllowInsecureLoopback,
-		Base: s.e.httpBase, Authorize: s.e.opts.Authorize, Log: s.log, Scrub: &s.scrub, Hooks: s.oauthHooks()}
+		Base: s.e.httpBase, Authorize: s.e.opts.Authorize, Flow: flow, Log: s.log, Scrub: &s.scrub, Hooks: s.oauthHooks()}
+	if show := s.e.opts.DeviceAuthorize; show != nil {
+		opts.DeviceAuthorize = func(ctx context.Context, server string, c *oauth.DeviceCode) error {
+			return show(ctx, server, DeviceAuthorization{VerificationURI: c.VerificationURI,
+				VerificationURIComplete: c.VerificationURIComplete, UserCode: c.UserCode, Expiry: c.Expiry})
+		}
+	}
 	var scope string
 	for _, f := range []struct {
 		field, v string

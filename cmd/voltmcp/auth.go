@@ -15,12 +15,12 @@ import (
 )
 
 func authCommand() *command {
-	var noBrowser, status, asJSON bool
+	var noBrowser, device, status, asJSON bool
 	var timeout time.Duration
 	c := &command{
 		name:    "auth",
-		summary: "log in to an OAuth server (browser flow), or list the OAuth servers' state",
-		usage: `Usage: voltmcp auth SERVER [--no-browser] [--timeout D]
+		summary: "log in to an OAuth server (browser or device flow), or list the OAuth servers' state",
+		usage: `Usage: voltmcp auth SERVER [--no-browser | --device] [--timeout D]
        voltmcp auth --status [SERVER] [--json]
 
 Logs in to SERVER, a remote server with "auth": {"type": "oauth"}: the
@@ -32,15 +32,33 @@ or plain http to a loopback authorization server under
 "allowInsecureLoopback": true), and waits for the authorization server to
 redirect the browser back to http://127.0.0.1:<port>/callback, a port
 only this run listens on, until the first valid answer or --timeout (the
-authTimeoutMs setting by default, 5 minutes). With --no-browser it only
-prints the URL: open it on any machine whose browser can reach the
-redirect (on a remote shell, forward the port: ssh -L PORT:127.0.0.1:PORT).
+authTimeoutMs setting by default, 5 minutes). With --no-browser (which
+always means this flow) it only prints the URL: open it on any machine
+whose browser can reach the redirect (on a remote shell, forward the
+port: ssh -L PORT:127.0.0.1:PORT).
 On success it prints that SERVER is authenticated (the scopes asked for,
 the expiry) and keeps the tokens in <agent-dir>/mcp/auth/SERVER.json
 (0600), where 'voltmcp call', 'voltmcp serve' and the rest find them and
 refresh them. A server that is authenticated already is not asked again:
 'voltmcp logout SERVER' first to log in anew. No token, code or client
 secret is ever printed.
+
+With --device (or "flow": "device" in the server's auth), it runs the
+OAuth device authorization grant (RFC 8628) instead, for a machine
+without a browser: the authorization server must offer it
+(device_authorization_endpoint). voltmcp prints the verification page
+(an https URL only; any other is refused, never shown), its host on a
+line of its own (check it before you enter the code), and the user code;
+open the page on any device, enter the code and approve. voltmcp polls at
+the interval the authorization server asks for (5 s by default, 5 s more
+at each slow_down) until you approve, refuse (access_denied), the code
+expires (expired_token) or --timeout ends, and keeps the tokens as the
+browser flow does. With "flow": "auto", or no flow, the device flow runs
+when there is no display (Linux and the BSDs without DISPLAY or
+WAYLAND_DISPLAY, or an SSH session without a forwarded display) and the
+authorization server offers it; else the browser flow. "flow": "browser"
+always runs the browser flow, unless --device; --no-browser always runs
+it, whatever the flow.
 
 With --status, lists each OAuth server (or SERVER) with its state:
 authenticated (expiry, scopes), expired (a refresh token will renew it at
@@ -49,10 +67,12 @@ the next use) or needs_auth, never a token.
 Examples:
   voltmcp auth linear
   voltmcp auth linear --no-browser --timeout 10m
+  voltmcp auth github --device
   voltmcp auth --status
   voltmcp auth --status --json`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&noBrowser, "no-browser", false, "print the authorization URL without opening a browser")
+			fs.BoolVar(&noBrowser, "no-browser", false, "run the browser flow, printing the authorization URL without opening a browser")
+			fs.BoolVar(&device, "device", false, "log in with the device flow: print a page and a code to approve on any device")
 			fs.DurationVar(&timeout, "timeout", 0, "how long to wait for the authorization (default the authTimeoutMs setting, 5m)")
 			fs.BoolVar(&status, "status", false, "list the OAuth servers and their state instead of logging in")
 			fs.BoolVar(&asJSON, "json", false, "with --status, print JSON")
@@ -60,8 +80,8 @@ Examples:
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		if status {
-			if noBrowser || timeout != 0 {
-				return usageErrorf("--status takes no --no-browser or --timeout")
+			if noBrowser || device || timeout != 0 {
+				return usageErrorf("--status takes no --no-browser, --device or --timeout")
 			}
 			if len(args) > 1 {
 				return usageErrorf("auth --status takes at most one server id")
@@ -77,7 +97,10 @@ Examples:
 		if timeout < 0 {
 			return usageErrorf("--timeout %s: want a positive duration", timeout)
 		}
-		return authLogin(ctx, e, args[0], noBrowser, timeout)
+		if noBrowser && device {
+			return usageErrorf("--no-browser goes with the browser flow, not --device")
+		}
+		return authLogin(ctx, e, args[0], noBrowser, device, timeout)
 	}
 	return c
 }
@@ -91,11 +114,18 @@ func authServerError(err error) error {
 	return failuref("%w", err)
 }
 
-func authLogin(ctx context.Context, e *env, server string, noBrowser bool, timeout time.Duration) error {
+func authLogin(ctx context.Context, e *env, server string, noBrowser, device bool, timeout time.Duration) error {
 	b := &browserAuth{out: e.stdout, noBrowser: noBrowser}
 	eng, err := openEngine(ctx, e, func(o *engine.Options) {
 		o.Authorize = b.authorize
+		o.DeviceAuthorize = b.device
 		o.AuthTimeout = timeout
+		switch {
+		case device:
+			o.AuthFlow = engine.AuthFlowDevice
+		case noBrowser:
+			o.AuthFlow = engine.AuthFlowBrowser
+		}
 	})
 	if err != nil {
 		return err

@@ -175,7 +175,7 @@ func TestCommandHelp(t *testing.T) {
 		"doctor":        {"json"},
 		"completion":    nil,
 		"__complete":    nil,
-		"auth":          {"no-browser", "timeout", "status", "json"},
+		"auth":          {"no-browser", "device", "timeout", "status", "json"},
 		"logout":        {"json"},
 	}
 	for _, c := range commands() {
@@ -292,6 +292,8 @@ func TestUsageErrors(t *testing.T) {
 		{"schema argument", []string{"schema", "extra"}, "takes no arguments"},
 		{"version argument", []string{"version", "extra"}, "takes no arguments"},
 		{"config bad flag", []string{"config", "show", "--yaml"}, "unknown flag: --yaml"},
+		{"auth device and no-browser", []string{"auth", "o", "--device", "--no-browser"}, "--no-browser goes with the browser flow"},
+		{"auth status and device", []string{"auth", "--status", "--device"}, "--status takes no"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -11,7 +11,14 @@
 // code, as if the user had approved; a test follows the redirect itself
 // with an http.Client), a token endpoint that checks PKCE S256 and the
 // client, and rotates refresh tokens (one presented twice revokes the
-// grant, RFC 9700 §4.14.2), and a revocation endpoint (RFC 7009). The MCP
+// grant, RFC 9700 §4.14.2), and a revocation endpoint (RFC 7009). With
+// [Options].Device it also offers the device authorization grant (RFC
+// 8628): a device authorization endpoint, a verification page at
+// /device where a test approves or denies a user code as a user would
+// ([Server.ApproveDevice], [Server.DenyDevice]), and the device_code
+// grant at the token endpoint, with knobs for authorization_pending,
+// slow_down and expired_token; the polls it sees are recorded
+// ([Server.DevicePolls]). The MCP
 // server serves its protected resource metadata (RFC 9728) and one tool,
 // echo, to a bearer of a valid access token.
 //
@@ -66,6 +73,45 @@ type Options struct {
 	// AuthorizationEndpoint replaces the authorization endpoint the
 	// metadata names (one a client must refuse, say).
 	AuthorizationEndpoint string
+
+	// Device offers the device authorization grant (RFC 8628): the
+	// metadata names a device_authorization_endpoint, and the token
+	// endpoint takes the device_code grant.
+	Device bool
+	// DeviceInterval is the interval, in seconds, a device authorization
+	// answers. Zero leaves it out (a client then waits 5 s).
+	DeviceInterval int
+	// DevicePending is how many polls of a device code are answered
+	// authorization_pending even after the user approved it.
+	DevicePending int
+	// DeviceSlowDownAt is the poll of each device code (1 for the
+	// first) answered slow_down, once; zero: none.
+	DeviceSlowDownAt int
+	// DeviceExpiresIn is the expires_in, in seconds, a device
+	// authorization answers. Zero: 600.
+	DeviceExpiresIn int
+	// VerificationURI is the verification_uri a device authorization
+	// answers; empty: https://verify.example/device (which no test
+	// visits: the page is /device on the authorization server).
+	VerificationURI string
+	// VerificationURIComplete answers a verification_uri_complete too:
+	// the VerificationURI with ?user_code=CODE.
+	VerificationURIComplete bool
+}
+
+// DeviceRequest is what a client sent to the device authorization
+// endpoint.
+type DeviceRequest struct {
+	ClientID, Scope, Resource string
+}
+
+// deviceGrant is a device code's state.
+type deviceGrant struct {
+	grant
+	userCode         string
+	approved, denied bool
+	polls            int // device_code grant requests so far
+	pending          int // authorization_pending answers left after approval
 }
 
 // AuthRequest is what a client sent to the authorization endpoint.
@@ -83,8 +129,9 @@ type Server struct {
 	// Authorizes, Exchanges, Refreshes and Revocations count the
 	// requests to the authorization endpoint, the authorization_code
 	// and refresh_token grants, and the tokens revoked at the
-	// revocation endpoint.
-	Authorizes, Exchanges, Refreshes, Revocations atomic.Int32
+	// revocation endpoint; DeviceGrants the device_code grants that
+	// issued a token.
+	Authorizes, Exchanges, Refreshes, Revocations, DeviceGrants atomic.Int32
 
 	opts   Options
 	as     *httptest.Server
@@ -99,6 +146,11 @@ type Server struct {
 	dcr    map[string][]string  // registered client → redirect URIs
 	reqs   []AuthRequest
 	issued []string // every token and code issued
+
+	devices  map[string]*deviceGrant // device code → its state, until it issued a token
+	devReqs  []DeviceRequest
+	devPolls []time.Time // when each device_code grant request came
+	expired  bool        // every device code answers expired_token
 }
 
 type grant struct {
@@ -108,7 +160,8 @@ type grant struct {
 // New starts the servers; they stop when the test ends.
 func New(tb testing.TB, opts *Options) *Server {
 	tb.Helper()
-	s := &Server{codes: map[string]grant{}, valid: map[string]time.Time{}, fresh: map[string]grant{}, used: map[string]bool{}, dcr: map[string][]string{}}
+	s := &Server{codes: map[string]grant{}, valid: map[string]time.Time{}, fresh: map[string]grant{}, used: map[string]bool{}, dcr: map[string][]string{},
+		devices: map[string]*deviceGrant{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -128,6 +181,8 @@ func New(tb testing.TB, opts *Options) *Server {
 	asMux.HandleFunc("GET /authorize", s.authorize)
 	asMux.HandleFunc("POST /token", s.token)
 	asMux.HandleFunc("POST /revoke", s.revoke)
+	asMux.HandleFunc("POST /device_authorization", s.deviceAuthorization)
+	asMux.HandleFunc("POST /device", s.verify)
 	as.Config.Handler = asMux
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "1"}, nil)
@@ -267,6 +322,10 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	if s.opts.ClientMetadataDocuments {
 		m["client_id_metadata_document_supported"] = true
 	}
+	if s.opts.Device {
+		m["device_authorization_endpoint"] = s.Issuer + "/device_authorization"
+		m["grant_types_supported"] = []string{"authorization_code", "refresh_token", deviceGrantType}
+	}
 	writeJSON(w, http.StatusOK, m)
 }
 
@@ -396,6 +455,42 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.used[rt] = true
 		delete(s.fresh, rt)
 		s.Refreshes.Add(1)
+	case deviceGrantType:
+		if !s.opts.Device {
+			oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
+			return
+		}
+		s.devPolls = append(s.devPolls, time.Now())
+		dc := r.PostForm.Get("device_code")
+		d, ok := s.devices[dc]
+		switch {
+		case !ok || d.client != client:
+			oauthError(w, http.StatusBadRequest, "invalid_grant")
+			return
+		case s.expired:
+			oauthError(w, http.StatusBadRequest, "expired_token")
+			return
+		case d.denied:
+			delete(s.devices, dc)
+			oauthError(w, http.StatusBadRequest, "access_denied")
+			return
+		}
+		d.polls++
+		switch {
+		case d.polls == s.opts.DeviceSlowDownAt:
+			oauthError(w, http.StatusBadRequest, "slow_down")
+			return
+		case !d.approved:
+			oauthError(w, http.StatusBadRequest, "authorization_pending")
+			return
+		case d.pending > 0:
+			d.pending--
+			oauthError(w, http.StatusBadRequest, "authorization_pending")
+			return
+		}
+		delete(s.devices, dc) // one use
+		g = d.grant
+		s.DeviceGrants.Add(1)
 	default:
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
@@ -430,6 +525,121 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		s.Revocations.Add(1)
 	}
 	w.WriteHeader(http.StatusOK) // RFC 7009 §2.2: also for a token it does not know
+}
+
+const deviceGrantType = "urn:ietf:params:oauth:grant-type:device_code"
+
+// deviceAuthorization is the device authorization endpoint (RFC 8628
+// §3.1): a device code (a secret, as [Server.Leaked] knows) and a user
+// code (meant to be shown) for a known client.
+func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request) {
+	if !s.opts.Device {
+		http.NotFound(w, r)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request")
+		return
+	}
+	req := DeviceRequest{ClientID: r.PostForm.Get("client_id"), Scope: r.PostForm.Get("scope"), Resource: r.PostForm.Get("resource")}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.devReqs = append(s.devReqs, req)
+	_, registered := s.dcr[req.ClientID]
+	if !registered && (req.ClientID == "" || req.ClientID != s.opts.ClientID) &&
+		!(s.opts.ClientMetadataDocuments && strings.HasPrefix(req.ClientID, "https://")) {
+		oauthError(w, http.StatusUnauthorized, "invalid_client")
+		return
+	}
+	dc := s.secretLocked("dc")
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	user := strings.ToUpper(hex.EncodeToString(b[:2]) + "-" + hex.EncodeToString(b[2:]))
+	s.devices[dc] = &deviceGrant{grant: grant{client: req.ClientID, scope: req.Scope}, userCode: user, pending: s.opts.DevicePending}
+	verify := s.opts.VerificationURI
+	if verify == "" {
+		verify = "https://verify.example/device"
+	}
+	expires := s.opts.DeviceExpiresIn
+	if expires == 0 {
+		expires = 600
+	}
+	answer := map[string]any{"device_code": dc, "user_code": user, "verification_uri": verify, "expires_in": expires}
+	if s.opts.DeviceInterval > 0 {
+		answer["interval"] = s.opts.DeviceInterval
+	}
+	if s.opts.VerificationURIComplete {
+		answer["verification_uri_complete"] = verify + "?user_code=" + url.QueryEscape(user)
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+// verify is the verification page, as a user's browser posts it: the
+// form's user_code is approved, or denied with action=deny.
+func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	code := r.PostForm.Get("user_code")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.devices {
+		if d.userCode == code && code != "" {
+			if r.PostForm.Get("action") == "deny" {
+				d.denied = true
+			} else {
+				d.approved = true
+			}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+	}
+	http.Error(w, "unknown user code", http.StatusNotFound)
+}
+
+// ApproveDevice approves userCode on the verification page, as the user
+// would.
+func (s *Server) ApproveDevice(userCode string) error { return s.answerDevice(userCode, "approve") }
+
+// DenyDevice refuses userCode on the verification page, as the user
+// would.
+func (s *Server) DenyDevice(userCode string) error { return s.answerDevice(userCode, "deny") }
+
+func (s *Server) answerDevice(userCode, action string) error {
+	resp, err := http.PostForm(s.Issuer+"/device", url.Values{"user_code": {userCode}, "action": {action}})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the verification page answered %s", resp.Status)
+	}
+	return nil
+}
+
+// ExpireDevices makes every device code answer expired_token from now
+// on, as if the user had taken too long.
+func (s *Server) ExpireDevices() {
+	s.mu.Lock()
+	s.expired = true
+	s.mu.Unlock()
+}
+
+// DevicePolls returns when each device_code grant request came, in
+// order.
+func (s *Server) DevicePolls() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.devPolls)
+}
+
+// DeviceRequests returns what clients sent to the device authorization
+// endpoint.
+func (s *Server) DeviceRequests() []DeviceRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.devReqs)
 }
 
 func (s *Server) secret(prefix string) string {

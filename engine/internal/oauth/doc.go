@@ -12,6 +12,15 @@
 // [oauthguard.Guard], scrubs every secret it learns from the text it
 // returns, and tells its caller what happens through [Hooks].
 //
+// The device authorization grant (RFC 8628, [FlowDevice]), which the
+// SDK lacks, is the handler's own: the same discovery and client
+// registration, then golang.org/x/oauth2's DeviceAuth and
+// DeviceAccessToken through the same guard; the user is shown the page
+// and the code through a DeviceAuthorize function its caller gives, after
+// the answer is checked ([DeviceCode]), and the token is stored as the
+// authorization code flow's is. [FlowAuto] falls back to that flow when
+// the authorization server offers no device grant.
+//
 // The [Store] is one file per server (<agent-dir>/mcp/auth/<id>.json,
 // 0600, see [Path]) holding a [File]: the token, the URL it was issued
 // for and the client it was issued to. A [TokenSource] hands out the

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -31,7 +32,7 @@ const DefaultAuthTimeout = 5 * time.Minute
 const (
 	Authorized = "authorized" // a token was obtained
 	Failed     = "failed"     // the authorization failed; the error says why
-	Required   = "required"   // there is no [Options.Authorize] to ask the user with
+	Required   = "required"   // there is no [Options.Authorize] (or DeviceAuthorize) to ask the user with
 )
 
 // Hooks tell a [Handler]'s caller what an authorization does, so that
@@ -112,6 +113,16 @@ type Options struct {
 	// returns the URL the authorization server redirected back to. Nil
 	// means no user can be asked.
 	Authorize func(ctx context.Context, server, authURL string) (callbackURL string, err error)
+	// Flow is the flow an authorization runs: [FlowBrowser] (the zero
+	// value means it too), [FlowDevice] or [FlowAuto].
+	Flow string
+	// DeviceAuthorize shows the user the page and code of a device
+	// authorization (RFC 8628) for server, and returns once they are
+	// shown; the handler then polls for the token until the user
+	// approves, refuses, the code expires or the auth timeout ends. An
+	// error it returns ends the authorization. Nil means the device
+	// grant cannot ask the user.
+	DeviceAuthorize func(ctx context.Context, server string, code *DeviceCode) error
 	// Hooks report what an authorization does.
 	Hooks Hooks
 	// Log gets what the handler logs. Nil discards it.
@@ -139,7 +150,11 @@ type Handler struct {
 	resourceMeta string
 	log          *slog.Logger
 	scrub        *transport.Scrubber
-	stepUp       bool // set while a step-up authorization runs (one at a time)
+	redirect     string // the loopback redirect URI, which a registration holds
+	stepUp       bool   // set while a step-up authorization runs (one at a time)
+
+	mu sync.Mutex
+	ts oauth2.TokenSource // the source of the last token obtained, nil before
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -189,6 +204,7 @@ func NewHandler(endpoint string, state *State, store *Store, opts *Options) (*Ha
 			}
 		}
 	}
+	h.redirect = redirect
 	h.guard = oauthguard.New(h.server, policy, redirect, o.Base)
 	h.client = transport.HTTPClient(h.guard)
 	cfg := &auth.AuthorizationCodeHandlerConfig{
@@ -246,13 +262,22 @@ func loopbackRedirect() (string, error) {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/callback", nil
 }
 
-// TokenSource returns the token source in use, nil before any token.
+// TokenSource returns the token source in use, nil before any token:
+// the one of the last authorization (either flow's), else the stored
+// one the handler started with.
 func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	ts := h.ts
+	h.mu.Unlock()
+	if ts != nil {
+		return ts, nil
+	}
 	return h.sdk.TokenSource(ctx)
 }
 
 // Authorize runs when a request is answered 401, or 403: it gets a user's
-// authorization through [Options.Authorize], or, without one, reports
+// authorization through [Options.Authorize] or, in the device flow,
+// [Options.DeviceAuthorize] ([Options.Flow]), or, without one, reports
 // that an authorization is required. Either way it never blocks beyond
 // the auth timeout. It reports what happens through [Options.Hooks].
 func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
@@ -279,10 +304,10 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if hooks.Request != nil {
 		hooks.Request()
 	}
-	if h.opts.Authorize == nil {
+	if !h.canAsk() {
 		transport.Discard(resp)
 		err := fmt.Errorf("authorization required for server %s: log in with `voltmcp auth %s`, then call again "+
-			"(this engine has no Options.Authorize to ask the user with)", h.server, h.server)
+			"(this engine has no Options.Authorize or DeviceAuthorize to ask the user with)", h.server, h.server)
 		h.failed(connecting, err, Required)
 		return err
 	}
@@ -311,7 +336,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		resp.Header[key] = append([]string{fmt.Sprintf("Bearer resource_metadata=%q", h.resourceMeta)}, resp.Header[key]...)
 	}
 	h.stepUp = stepUp
-	err = h.sdk.Authorize(actx, req, resp)
+	err = h.authorize(actx, req, resp, challenges)
 	h.stepUp = false
 	if err != nil {
 		if r := h.guard.Refusal(); r != nil {
@@ -450,6 +475,9 @@ func (h *Handler) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *o
 	}
 	ts := h.store.NewTokenSource(ctx, cfg, tok, file)
 	h.state.setSource(h.endpoint, ts)
+	h.mu.Lock()
+	h.ts = ts
+	h.mu.Unlock()
 	return ts, nil
 }
 

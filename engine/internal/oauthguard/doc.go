@@ -19,7 +19,9 @@
 //     answer is cut down to its error code, so that no error on these
 //     paths quotes what a server sent.
 //   - Authorization server metadata names as its issuer the URL it was
-//     fetched for (RFC 8414 §3.3).
+//     fetched for (RFC 8414 §3.3). Its device_authorization_endpoint,
+//     which the SDK's metadata type lacks, is kept for the device grant
+//     ([Guard.DeviceEndpoint]).
 //   - A pre-registered client (clientId, clientSecret) goes only to the
 //     authorization server it was issued by: auth.issuer, or without it
 //     one at the origin of the server's url. The protected resource

@@ -37,6 +37,10 @@ type Guard struct {
 	// the protected resource metadata named it (or, without that, as the
 	// SDK's metadata request spells it), for the token store.
 	issuer atomic.Pointer[string]
+	// device is the device_authorization_endpoint of the authorization
+	// server metadata the guard last let through, for the device grant
+	// (the SDK's metadata type has no such field).
+	device atomic.Pointer[string]
 }
 
 // New returns the guard for one server's OAuth client. Its
@@ -140,12 +144,23 @@ func (g *Guard) Refusal() error {
 func (g *Guard) Reset() {
 	g.refused.Store(nil)
 	g.issuer.Store(nil)
+	g.device.Store(nil)
 }
 
 // AuthServer returns the issuer of the authorization server the current
 // authorization went to, or "".
 func (g *Guard) AuthServer() string {
 	if p := g.issuer.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// DeviceEndpoint returns the device_authorization_endpoint (RFC 8628)
+// of the authorization server metadata the current authorization read,
+// checked like every endpoint it names, or "" when it names none.
+func (g *Guard) DeviceEndpoint() string {
+	if p := g.device.Load(); p != nil {
 		return *p
 	}
 	return ""
@@ -358,6 +373,10 @@ func (g *Guard) checkMetadata(body []byte, issuers []string) error {
 		if !slices.Contains(methods, "S256") {
 			return errors.New("code_challenge_methods_supported does not list S256, which the MCP authorization spec requires")
 		}
+	}
+	if issuers != nil {
+		dev, _ := str("device_authorization_endpoint")
+		g.device.Store(&dev)
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauth.Handler, error) {
 		return out, nil
 	}
 	opts := &oauth.Options{TokenEndpointAuthMethod: a.TokenEndpointAuthMethod, AllowInsecureLoopback: a.AllowInsecureLoopback,
-		Base: s.e.httpBase, Authorize: s.e.opts.Authorize, Log: s.log, Scrub: &s.scrub, Hooks: s.oauthHooks()}
+		Base: s.e.httpBase, Authorize: s.e.opts.Authorize, CanAuthorize: s.e.opts.CanAuthorize, Log: s.log, Scrub: &s.scrub, Hooks: s.oauthHooks()}
 	var scope string
 	for _, f := range []struct {
 		field, v string

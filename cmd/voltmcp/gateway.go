@@ -291,16 +291,21 @@ Examples:
 		// to stderr, which an agent keeps as the server's log.
 		stderr := &lockedWriter{w: e.stderr}
 		e.stderr = stderr
+		// A login a call needs is offered to the agent's client when it
+		// supports URL-mode elicitation (agentauth.go).
+		login := &agentAuth{}
 		eng, err := engine.New(ctx, &engine.Options{
 			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
 			LookupEnv: os.LookupEnv,
 			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Authorize: login.authorize, CanAuthorize: engine.CanOfferURL,
 		})
 		if err != nil {
 			return failuref("%w", err)
 		}
 		defer eng.Close()
+		login.eng = eng
 		for _, d := range eng.Diagnostics() {
 			if d.Severity != cue.SeverityInfo {
 				fmt.Fprintln(e.stderr, d)

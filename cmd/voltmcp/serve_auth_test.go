@@ -26,15 +26,8 @@ type agentClient struct {
 	complete chan string // the elicitationIds of notifications/elicitation/complete
 }
 
-// serveAgent starts `voltmcp serve` over stdio on home as its own
-// process, connected to a go-sdk client that behaves as a, on protocol
-// 2025-11-25, and returns the session and serve's stderr. The session
-// closes when the test ends.
-func serveAgent(t *testing.T, home string, a *agentClient) (*mcp.ClientSession, *syncBuffer) {
-	t.Helper()
-	cmd := cliCommand("serve", "--home", home, "--project", t.TempDir(), "--approve")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
+// options are the go-sdk client's options that make it behave as a.
+func (a *agentClient) options() *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{}
 	if a.elicit != nil {
 		opts.ElicitationHandler = a.elicit
@@ -47,13 +40,44 @@ func serveAgent(t *testing.T, home string, a *agentClient) (*mcp.ClientSession, 
 			a.complete <- req.Params.ElicitationID
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, opts)
+	return opts
+}
+
+// serveAgent starts `voltmcp serve` over stdio on home as its own
+// process, connected to a go-sdk client that behaves as a, on protocol
+// 2025-11-25, and returns the session and serve's stderr. The session
+// closes when the test ends.
+func serveAgent(t *testing.T, home string, a *agentClient) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
+	cmd := cliCommand("serve", "--home", home, "--project", t.TempDir(), "--approve")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, a.options())
 	cs, err := client.Connect(testwait.Context(t), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs, stderr
+}
+
+// withSettings adds settings to the user config oauthServers wrote.
+func withSettings(t *testing.T, home string, settings map[string]any) {
+	t.Helper()
+	path := filepath.Join(home, ".volt", "agent", "mcp.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["settings"] = settings
+	data, _ = json.Marshal(doc)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mcpAnswer is one answer of the mcp tool: its text, whether it is an
@@ -111,7 +135,8 @@ func tokenFileOf(home, id string) string {
 // server's page), while the server is authenticating; the client
 // "opens" it (an http.Client follows the authorization server's
 // redirect to serve's callback listener) and accepts, the original call
-// then succeeds, the client gets notifications/elicitation/complete,
+// then succeeds, and so does a call made meanwhile, which waits for the
+// login in progress; the client gets notifications/elicitation/complete,
 // the server is ready, and the next call is not asked again. No token
 // or code reaches the elicitation, an answer, stderr or the agent dir's
 // files (the audit log among them).
@@ -137,17 +162,21 @@ func TestServeOffersLoginByURLElicitation(t *testing.T) {
 	}}
 	cs, stderr := serveAgent(t, home, a)
 	var texts []string
-	done := make(chan mcpAnswer, 1)
-	go func() {
-		res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
-			"action": "call", "server": "o", "tool": "echo", "arguments": map[string]any{"text": "hello"}}})
-		if err != nil || len(res.Content) == 0 {
-			t.Errorf("call: %v %+v", err, res)
-			done <- mcpAnswer{isError: true}
-			return
-		}
-		done <- mcpAnswer{text: res.Content[0].(*mcp.TextContent).Text, isError: res.IsError}
-	}()
+	call := func(text string) chan mcpAnswer {
+		done := make(chan mcpAnswer, 1)
+		go func() {
+			res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
+				"action": "call", "server": "o", "tool": "echo", "arguments": map[string]any{"text": text}}})
+			if err != nil || len(res.Content) == 0 {
+				t.Errorf("call: %v %+v", err, res)
+				done <- mcpAnswer{isError: true}
+				return
+			}
+			done <- mcpAnswer{text: res.Content[0].(*mcp.TextContent).Text, isError: res.IsError}
+		}()
+		return done
+	}
+	done := call("hello")
 	var p *mcp.ElicitParams
 	select {
 	case p = <-offered:
@@ -164,11 +193,17 @@ func TestServeOffersLoginByURLElicitation(t *testing.T) {
 	if st, _ := serverState(t, cs, "o"); st != "authenticating" {
 		t.Errorf("status while asked: %s", st)
 	}
+	// Another call meanwhile waits for the login in progress, and is
+	// not offered a second one.
+	other := call("meanwhile")
 	close(release)
 	r := <-done
 	texts = append(texts, r.text)
 	if r.isError || !strings.Contains(r.text, "hello") {
 		t.Fatalf("the original call after the login: %+v\nstderr:\n%s", r, stderr)
+	}
+	if r := <-other; r.isError || !strings.Contains(r.text, "meanwhile") {
+		t.Errorf("the call made during the login: %+v", r)
 	}
 	select {
 	case id := <-a.complete:
@@ -202,42 +237,51 @@ func TestServeOffersLoginByURLElicitation(t *testing.T) {
 // TestServeLoginDeclinedOrNotOffered: a client that declines the URL
 // elicitation leaves the server needs_auth, the answer and lastError
 // naming the decline and voltmcp auth o, and no token stored; a client
-// that cancels, likewise; a client without URL mode (form only, or no
-// elicitation at all) is offered nothing, and a call, a describe of the
-// never-listed server and a connect each answer with `voltmcp auth o`;
-// an authorization endpoint that is not https (nor loopback) is never
-// offered, and the answer names it.
+// that cancels, likewise; one that accepts and never comes back runs
+// into authTimeoutMs, named; a client without URL mode (form only, or
+// no elicitation at all) is offered nothing, and a call, a describe of
+// the never-listed server and a connect each answer with `voltmcp auth
+// o`; an authorization endpoint that is not https (nor loopback) is
+// never offered, and the answer names it.
 func TestServeLoginDeclinedOrNotOffered(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		a       *agentClient
-		opts    *oauthtest.Options
-		answers []string // what every answer and lastError holds
+		name     string
+		a        *agentClient
+		action   string // the client's answer to an elicitation
+		offered  bool   // whether it is asked
+		opts     *oauthtest.Options
+		settings map[string]any
+		answers  []string // what every answer and lastError holds
 	}{
-		{name: "declined", a: &agentClient{urlMode: true}, answers: []string{"the login was declined in the client", "log in with `voltmcp auth o`"}},
-		{name: "cancelled", a: &agentClient{urlMode: true}, answers: []string{"the login was cancelled in the client", "log in with `voltmcp auth o`"}},
-		{name: "form only", a: &agentClient{}, answers: []string{"authorization required for server o: log in with `voltmcp auth o`", "does not support URL-mode elicitation"}},
-		{name: "no elicitation", a: &agentClient{}, answers: []string{"authorization required for server o: log in with `voltmcp auth o`", "does not support URL-mode elicitation"}},
-		{name: "not https", a: &agentClient{urlMode: true}, opts: &oauthtest.Options{AuthorizationEndpoint: "http://auth.example.com/authorize"},
-			answers: []string{"authorization_endpoint"}},
+		{name: "declined", a: &agentClient{urlMode: true}, action: "decline", offered: true,
+			answers: []string{"the login was declined in the client", "log in with `voltmcp auth o`"}},
+		{name: "cancelled", a: &agentClient{urlMode: true}, action: "cancel", offered: true,
+			answers: []string{"the login was cancelled in the client", "log in with `voltmcp auth o`"}},
+		{name: "timeout", a: &agentClient{urlMode: true}, action: "accept", offered: true, settings: map[string]any{"authTimeoutMs": 1000},
+			answers: []string{"no authorization after 1s (authTimeoutMs)", "the browser never returned"}},
+		{name: "form only", a: &agentClient{}, action: "accept",
+			answers: []string{"authorization required for server o: log in with `voltmcp auth o`", "does not support URL-mode elicitation"}},
+		{name: "no elicitation", a: &agentClient{},
+			answers: []string{"authorization required for server o: log in with `voltmcp auth o`", "does not support URL-mode elicitation"}},
+		{name: "not https", a: &agentClient{urlMode: true}, action: "accept", opts: &oauthtest.Options{AuthorizationEndpoint: "http://auth.example.com/authorize"},
+			answers: []string{"authorization_endpoint (http://auth.example.com:80) is not https"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			o := oauthtest.New(t, tc.opts)
 			home, _ := oauthServers(t, nil, map[string]*oauthtest.Server{"o": o}, nil)
+			if tc.settings != nil {
+				withSettings(t, home, tc.settings)
+			}
 			var mu sync.Mutex
 			var offers []*mcp.ElicitParams
-			action := map[string]string{"declined": "decline", "cancelled": "cancel"}[tc.name]
-			if tc.name != "no elicitation" {
+			if tc.action != "" {
 				tc.a.elicit = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					mu.Lock()
 					offers = append(offers, req.Params)
 					mu.Unlock()
-					if action == "" {
-						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
-					}
-					return &mcp.ElicitResult{Action: action}, nil
+					return &mcp.ElicitResult{Action: tc.action}, nil
 				}
 			}
 			cs, stderr := serveAgent(t, home, tc.a)
@@ -261,7 +305,7 @@ func TestServeLoginDeclinedOrNotOffered(t *testing.T) {
 				t.Errorf("status %s, want needs_auth (%s)", st, lastErr)
 			}
 			check("lastError", lastErr)
-			if action == "" {
+			if !tc.offered {
 				// Every way in says so: describe of the never-listed
 				// server, and connect.
 				d := callMCP(t, cs, map[string]any{"action": "describe", "server": "o", "tool": "echo"})
@@ -275,7 +319,7 @@ func TestServeLoginDeclinedOrNotOffered(t *testing.T) {
 			mu.Lock()
 			n := len(offers)
 			mu.Unlock()
-			if want := map[bool]int{true: 1, false: 0}[action != ""]; n != want {
+			if want := map[bool]int{true: 1, false: 0}[tc.offered]; n != want {
 				t.Errorf("%d elicitations, want %d", n, want)
 			}
 			if _, err := os.Stat(tokenFileOf(home, "o")); !os.IsNotExist(err) || o.Exchanges.Load() != 0 {
@@ -286,5 +330,58 @@ func TestServeLoginDeclinedOrNotOffered(t *testing.T) {
 				t.Errorf("a token or code leaked: %q", leak)
 			}
 		})
+	}
+}
+
+// TestServeHTTPOffersLogin runs `voltmcp serve --http` with a go-sdk
+// client that declares URL-mode elicitation and opens what it is
+// offered: a call with _meta (which the SDK's handler answers) and one
+// without (the lean path) each get their server's login offered, on the
+// client's own session, and succeed.
+func TestServeHTTPOffersLogin(t *testing.T) {
+	t.Parallel()
+	o, p := oauthtest.New(t, nil), oauthtest.New(t, nil)
+	home, _ := oauthServers(t, nil, map[string]*oauthtest.Server{"o": o, "p": p}, nil)
+	url, tokenFile, stderr := startServeHTTP(t, home, t.TempDir())
+	if url == "" {
+		t.Fatalf("serve did not start:\n%s", stderr)
+	}
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var offered []string
+	a := &agentClient{urlMode: true, elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		offered = append(offered, req.Params.URL)
+		mu.Unlock()
+		if code, body, err := openInBrowser(req.Params.URL); err != nil || code != http.StatusOK {
+			t.Errorf("the callback answered %d %q (%v)", code, body, err)
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, a.options())
+	cs, err := client.Connect(testwait.Context(t), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: headerTransport{"Authorization", "Bearer " + strings.TrimSpace(string(token))}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		server string
+		meta   mcp.Meta
+	}{{"o", mcp.Meta{"progressToken": "sdk-path"}}, {"p", nil}} {
+		res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Meta: c.meta, Name: "mcp", Arguments: map[string]any{
+			"action": "call", "server": c.server, "tool": "echo", "arguments": map[string]any{"text": "hi " + c.server}}})
+		if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "hi "+c.server) {
+			t.Fatalf("call %s: %v %+v", c.server, err, res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(offered) != 2 || !strings.HasPrefix(offered[0], o.Issuer+"/") || !strings.HasPrefix(offered[1], p.Issuer+"/") {
+		t.Errorf("offered %q", offered)
 	}
 }

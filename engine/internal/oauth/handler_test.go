@@ -147,8 +147,8 @@ func TestAuthorizeWithoutAuthorizer(t *testing.T) {
 
 // TestAuthorizeWhenNoUserCanBeAsked: with an Authorize whose
 // CanAuthorize says no user can be asked for the request's context, the
-// authorization ends Required with that reason, before discovery (the
-// endpoint's host does not exist) and without asking.
+// authorization ends Required with that reason, before any discovery and
+// without asking.
 func TestAuthorizeWhenNoUserCanBeAsked(t *testing.T) {
 	type key struct{}
 	rec := &recorder{connecting: true}

@@ -65,8 +65,10 @@ func urlClient(ctx context.Context) (*mcp.ServerSession, error) {
 		ip = ss.InitializeParams()
 	}
 	switch {
-	case ip == nil:
+	case ss == nil:
 		return nil, errors.New("no agent's client to offer the login to: the server was connected in the background, not for an agent's call")
+	case ip == nil:
+		return nil, errors.New("the client's session was not initialized, so voltmcp serve cannot offer it the login")
 	case ip.ProtocolVersion >= protocol20260728:
 		return nil, fmt.Errorf("the client speaks MCP %s, where voltmcp serve cannot offer it the login by elicitation", ip.ProtocolVersion)
 	case ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.Capabilities.Elicitation.URL == nil:

@@ -86,6 +86,14 @@ type Options struct {
 	// with a lastError that says so, and nothing blocks; stored tokens are
 	// still used and refreshed.
 	Authorize func(ctx context.Context, server string, authURL string) (callbackURL string, err error)
+	// CanAuthorize reports whether Authorize can ask a user for a
+	// connection made under ctx, and when it cannot, why: a reason for
+	// people, which the server's lastError then gives after "log in with
+	// `voltmcp auth SERVER`". It runs before any request to the
+	// authorization server. `voltmcp serve` sets it to [CanOfferURL]: a
+	// login is offered only to an agent's client that supports URL-mode
+	// elicitation. Zero: Authorize can always ask.
+	CanAuthorize func(ctx context.Context) error
 	// DeviceAuthorize shows a user what to do to approve a device
 	// authorization (RFC 8628, the OAuth flow "device") for a server with
 	// auth type "oauth": the verification page, an https URL whose host

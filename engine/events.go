@@ -54,9 +54,10 @@ type Event struct {
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
 	// AuthStatus is set on mcp_auth_update: "authorized" (a token was
-	// obtained), "failed" (Error says why) or "required" (the engine has
-	// no Options.Authorize, or DeviceAuthorize in the device flow, to ask
-	// the user with). mcp_auth_request, which
+	// obtained), "failed" (Error says why) or "required" (no user could
+	// be asked: the engine has no Options.Authorize, or DeviceAuthorize in
+	// the device flow, or its Options.CanAuthorize said why not).
+	// mcp_auth_request, which
 	// comes first, says a server asked for authorization. Neither carries
 	// a URL, code or token.
 	AuthStatus string `json:"authStatus,omitempty"`

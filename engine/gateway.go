@@ -497,6 +497,21 @@ func (e *Engine) index(ctx context.Context) (*search.Index, map[string]Tool, str
 	return e.ix, e.ixTools, e.ixKey
 }
 
+// notListed is the answer of an action that needs the metadata of a
+// server never listed: connect it first. A server that needs a login
+// says so, with its lastError, which names the way to log in.
+func (s *supervisor) notListed() GatewayResult {
+	connect := fmt.Sprintf(`{"action":"connect","server":%q}`, s.cfg.ID)
+	s.mu.Lock()
+	st, lastErr := s.status, s.lastErr
+	s.mu.Unlock()
+	if st == StatusNeedsAuth && lastErr != "" {
+		return gwError("server %s has not been listed yet: it needs a login (status needs_auth): %s; then connect it with %s "+
+			"(which offers the login itself to a client that supports URL-mode elicitation)", s.cfg.ID, lastErr, connect)
+	}
+	return gwError("server %s has not been listed yet: connect it first (%s)", s.cfg.ID, connect)
+}
+
 // risk classifies a tool: Options.Classify when set, else the plugin
 // chain (configured classifiers, then the built-in), once per metadata
 // hash.
@@ -521,14 +536,19 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 	}
 	if refresh && s.stale() {
 		if err := s.refreshStale(ctx); err != nil {
-			r := gwError("server %s: %v", s.cfg.ID, err)
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "server "+s.cfg.ID+": ") {
+				// An authorization's error names the server already.
+				msg = "server " + s.cfg.ID + ": " + msg
+			}
+			r := gwError("%s", msg)
 			return Tool{}, ToolInput{}, listing{}, &r
 		}
 	}
 	l := s.listedOrAwait(ctx, 0)
 	m := l.meta
 	if m == nil {
-		r := gwError("server %s has not been listed yet: connect it first ({\"action\":\"connect\",\"server\":%q})", s.cfg.ID, s.cfg.ID)
+		r := s.notListed()
 		return Tool{}, ToolInput{}, l, &r
 	}
 	var names []string

@@ -333,7 +333,7 @@ func (e *Engine) listed(ctx context.Context, in GatewayInput, setting, what stri
 	}
 	m := s.listedOrAwait(ctx, 0).meta
 	if m == nil {
-		r := gwError("server %s has not been listed yet: connect it first", s.cfg.ID)
+		r := s.notListed()
 		return nil, nil, &r
 	}
 	return s, m, nil

@@ -211,22 +211,28 @@ func (l *leanServe) Outbound(msg jsonrpc.Message) {
 // SDK, when the connection is closing or a call with the same id is in
 // flight.
 func (l *leanServe) start(c *line.Conn, id jsonrpc.ID, args json.RawMessage, complete bool) func(yield func()) {
-	return l.startThen(id.Raw(), id, args, complete, c.WriteLine, nil)
+	return l.startThen(id.Raw(), id, args, complete, c.WriteLine, nil, nil)
 }
 
 // startThen is start for a call whose key among the calls in flight is
 // key (its id, on stdio), whose response write writes where the agent
 // reads it, and which runs ended, when not nil, once it has ended
-// (answered, or given up on when the agent cancelled it).
-func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, ended func()) func(yield func()) {
+// (answered, or given up on when the agent cancelled it). agent, when not
+// nil, finds the agent's client the call came from (else l.ctx carries
+// it), whom a login the call needs may be offered to.
+func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, ended func(), agent func() *mcp.ServerSession) func(yield func()) {
 	l.mu.Lock()
 	if l.closing || l.inflight[key] != nil {
 		l.mu.Unlock()
 		return nil
 	}
 	l.wg.Add(1)
+	parent := l.ctx
+	if agent != nil {
+		parent = withAgent(parent, agent)
+	}
 	var j *gatewayJob
-	j = l.e.newGatewayJob(l.ctx, func(yield func(), r GatewayResult, fault bool) {
+	j = l.e.newGatewayJob(parent, func(yield func(), r GatewayResult, fault bool) {
 		l.answer(j, id, r, fault, complete, write)
 	}, func() {
 		l.mu.Lock()

@@ -145,7 +145,15 @@ func (h *leanHTTP) call(w http.ResponseWriter, r *http.Request, sid string, req 
 		_, err := w.Write(out)
 		return err
 	}
-	work := h.l.startThen(key, req.ID, p.Arguments, false, write, func() { close(done) })
+	agent := func() *mcp.ServerSession {
+		for ss := range h.srv.Sessions() {
+			if ss.ID() == sid {
+				return ss
+			}
+		}
+		return nil
+	}
+	work := h.l.startThen(key, req.ID, p.Arguments, false, write, func() { close(done) }, agent)
 	if work == nil {
 		return false
 	}

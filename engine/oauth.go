@@ -137,7 +137,7 @@ func (s *supervisor) newOAuthHandler(endpoint string) (*oauth.Handler, error) {
 		return out, nil
 	}
 	opts := &oauth.Options{TokenEndpointAuthMethod: a.TokenEndpointAuthMethod, AllowInsecureLoopback: a.AllowInsecureLoopback,
-		Base: s.e.httpBase, Authorize: s.e.opts.Authorize, Flow: flow, Log: s.log, Scrub: &s.scrub, Hooks: s.oauthHooks()}
+		Base: s.e.httpBase, Authorize: s.e.opts.Authorize, CanAuthorize: s.e.opts.CanAuthorize, Flow: flow, Log: s.log, Scrub: &s.scrub, Hooks: s.oauthHooks()}
 	if show := s.e.opts.DeviceAuthorize; show != nil {
 		opts.DeviceAuthorize = func(ctx context.Context, server string, c *oauth.DeviceCode) error {
 			return show(ctx, server, DeviceAuthorization{VerificationURI: c.VerificationURI,

@@ -116,6 +116,8 @@ func (e *Engine) gatewayAwait(ctx context.Context, work func(ctx context.Context
 // handleGateway is the mcp tool's handler on the SDK's server: the SDK
 // codec's side of the pipeline.
 func (e *Engine) handleGateway(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// The agent's client, whom a login the call needs may be offered to.
+	ctx = withAgent(ctx, func() *mcp.ServerSession { return req.Session })
 	r, ok := e.gatewayAwait(ctx, func(ctx context.Context, then func(func(), GatewayResult)) {
 		e.gatewayRunThen(ctx, req.Params.Arguments, then)
 	})

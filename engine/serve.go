@@ -221,6 +221,14 @@ func (e *Engine) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 // later than lean's.
 func (e *Engine) serveStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser, lean *leanServe) error {
 	srv, on := e.newMCPServer()
+	// The lean path's calls come from the one client of the connection,
+	// whom a login a call needs may be offered to.
+	lean.ctx = withAgent(lean.ctx, func() *mcp.ServerSession {
+		for ss := range srv.Sessions() {
+			return ss
+		}
+		return nil
+	})
 	t := &line.Transport{Reader: in, Writer: out, Check: e.readerCheck.Load()}
 	if on {
 		t.Tap = lean // with no mcp tool, the SDK answers every call

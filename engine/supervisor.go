@@ -224,7 +224,9 @@ func (s *supervisor) connect(ctx context.Context) error {
 	// stream to the context Connect gets. So connect under a context of
 	// the supervisor's lifetime, cancelled early only by the connect
 	// timeout or the caller giving up while connecting.
-	sctx, cancelSession := context.WithCancel(s.ctx)
+	// It carries the agent's client of the call, if any, whom a login
+	// the connection needs is offered to (CanOfferURL).
+	sctx, cancelSession := context.WithCancel(withAgentOf(s.ctx, ctx))
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)
 	cs, conn, kind, status, err := s.open(oauth.WithConnectTimer(sctx, timer, ms(s.cfg.ConnectTimeoutMs)))

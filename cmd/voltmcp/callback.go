@@ -45,31 +45,11 @@ var (
 
 func (b *browserAuth) authorize(ctx context.Context, server, authURL string) (string, error) {
 	b.asked = true
-	u, err := url.Parse(authURL)
+	cb, redirect, stop, err := listenCallback(server, authURL)
 	if err != nil {
-		return "", errors.New("the authorization URL is not a URL")
+		return "", err
 	}
-	q := u.Query()
-	state := q.Get("state")
-	redirect, err := url.Parse(q.Get("redirect_uri"))
-	if err != nil || redirect.Scheme != "http" || redirect.Hostname() != "127.0.0.1" || redirect.Port() == "" ||
-		redirect.Path != "/callback" || redirect.RawQuery != "" || state == "" {
-		return "", errors.New("the authorization URL has no loopback redirect_uri http://127.0.0.1:<port>/callback and state")
-	}
-	ln, err := net.Listen("tcp", redirect.Host)
-	if err != nil {
-		return "", fmt.Errorf("listen for the redirect on %s: %w", redirect.Host, errors.Unwrap(err))
-	}
-	cb := &callback{host: redirect.Host, state: state, server: server, done: make(chan string, 1)}
-	srv := &http.Server{Handler: cb, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		// Closes ln (a later request finds nothing listening) and lets the
-		// page of the answer be sent.
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
+	defer stop()
 
 	fmt.Fprintf(b.out, "To authorize voltmcp for server %s, open this URL in a browser:\n\n  %s\n\n", server, clean(authURL))
 	if !b.noBrowser {
@@ -89,6 +69,38 @@ func (b *browserAuth) authorize(ctx context.Context, server, authURL string) (st
 		}
 		return "", ctx.Err()
 	}
+}
+
+// listenCallback listens on the redirect_uri that authURL names, which
+// must be http://127.0.0.1:<port>/callback, for the answer with
+// authURL's state: the first valid redirect's URL arrives on cb.done.
+// stop closes the listener (a later request finds nothing listening),
+// letting the page of an answer be sent first.
+func listenCallback(server, authURL string) (cb *callback, redirect *url.URL, stop func(), err error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return nil, nil, nil, errors.New("the authorization URL is not a URL")
+	}
+	q := u.Query()
+	state := q.Get("state")
+	redirect, err = url.Parse(q.Get("redirect_uri"))
+	if err != nil || redirect.Scheme != "http" || redirect.Hostname() != "127.0.0.1" || redirect.Port() == "" ||
+		redirect.Path != "/callback" || redirect.RawQuery != "" || state == "" {
+		return nil, nil, nil, errors.New("the authorization URL has no loopback redirect_uri http://127.0.0.1:<port>/callback and state")
+	}
+	ln, err := net.Listen("tcp", redirect.Host)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listen for the redirect on %s: %w", redirect.Host, errors.Unwrap(err))
+	}
+	cb = &callback{host: redirect.Host, state: state, server: server, done: make(chan string, 1)}
+	srv := &http.Server{Handler: cb, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	stop = func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return cb, redirect, stop, nil
 }
 
 func (b *browserAuth) opener() func(string) error {
@@ -152,6 +164,9 @@ func checkOpenable(raw string, insecureLoopback bool) error {
 type callback struct {
 	host, state, server string
 	done                chan string // gets the first valid redirect's URL
+	// back is where the user goes on, for the page of the answer; empty:
+	// the terminal.
+	back string
 
 	mu       sync.Mutex
 	answered bool
@@ -194,10 +209,14 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(http.StatusConflict, "voltmcp: this authorization was already answered; a second answer is ignored.")
 		return
 	}
+	back := c.back
+	if back == "" {
+		back = "the terminal"
+	}
 	if q.Get("error") != "" {
-		page(http.StatusOK, "voltmcp: the authorization for server "+c.server+" was refused. You can close this tab; the terminal says why.")
+		page(http.StatusOK, "voltmcp: the authorization for server "+c.server+" was refused. You can close this tab; "+back+" says why.")
 	} else {
-		page(http.StatusOK, "voltmcp: authorization received for server "+c.server+". You can close this tab and return to the terminal.")
+		page(http.StatusOK, "voltmcp: authorization received for server "+c.server+". You can close this tab and return to "+back+".")
 	}
 	c.done <- "http://" + c.host + r.URL.RequestURI()
 }

@@ -243,6 +243,15 @@ Requests without the token get a 401; those with a Host that is not a
 loopback name (DNS rebinding) or an Origin that is not a loopback origin
 (a web page) get a 403.
 
+A call that needs a login to an OAuth server offers the authorization URL
+to the agent's client by a URL-mode elicitation when the client supports it
+(MCP 2025-11-25): serve listens on http://127.0.0.1:<port>/callback as
+'voltmcp auth' does, and the call goes on once the browser comes back
+(within the authTimeoutMs setting, 5 minutes). A decline, a cancel or the
+timeout leaves the server needs_auth, and the answer says why; a client
+without URL mode is offered nothing, and the answer says to run
+'voltmcp auth SERVER'.
+
 serve refuses to run under a voltmcp gateway (VOLTMCP_RUN, the run mark
 the gateway gives every server it starts, is set): a config entry that
 starts the gateway as one of its own servers would start it again and
@@ -291,16 +300,21 @@ Examples:
 		// to stderr, which an agent keeps as the server's log.
 		stderr := &lockedWriter{w: e.stderr}
 		e.stderr = stderr
+		// A login a call needs is offered to the agent's client when it
+		// supports URL-mode elicitation (agentauth.go).
+		login := &agentAuth{}
 		eng, err := engine.New(ctx, &engine.Options{
 			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
 			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
 			LookupEnv: os.LookupEnv,
 			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Authorize: login.authorize, CanAuthorize: engine.CanOfferURL,
 		})
 		if err != nil {
 			return failuref("%w", err)
 		}
 		defer eng.Close()
+		login.eng = eng
 		for _, d := range eng.Diagnostics() {
 			if d.Severity != cue.SeverityInfo {
 				fmt.Fprintln(e.stderr, d)

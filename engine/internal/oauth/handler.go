@@ -32,7 +32,7 @@ const DefaultAuthTimeout = 5 * time.Minute
 const (
 	Authorized = "authorized" // a token was obtained
 	Failed     = "failed"     // the authorization failed; the error says why
-	Required   = "required"   // there is no [Options.Authorize] (or DeviceAuthorize) to ask the user with
+	Required   = "required"   // no user can be asked: no [Options.Authorize] (or DeviceAuthorize), or [Options.CanAuthorize] said why not
 )
 
 // Hooks tell a [Handler]'s caller what an authorization does, so that
@@ -123,6 +123,12 @@ type Options struct {
 	// error it returns ends the authorization. Nil means the device
 	// grant cannot ask the user.
 	DeviceAuthorize func(ctx context.Context, server string, code *DeviceCode) error
+	// CanAuthorize reports whether Authorize can ask a user for the
+	// request under ctx, and when it cannot, why (a reason for people).
+	// It runs before any request to the authorization server; an error
+	// ends the authorization [Required], as without Authorize, with the
+	// error as the reason. Nil: Authorize can always ask.
+	CanAuthorize func(ctx context.Context) error
 	// Hooks report what an authorization does.
 	Hooks Hooks
 	// Log gets what the handler logs. Nil discards it.
@@ -304,10 +310,18 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if hooks.Request != nil {
 		hooks.Request()
 	}
-	if !h.canAsk() {
+	var why string
+	switch {
+	case !h.canAsk():
+		why = "this engine has no Options.Authorize or DeviceAuthorize to ask the user with"
+	case !h.useDevice() && h.opts.CanAuthorize != nil:
+		if err := h.opts.CanAuthorize(ctx); err != nil {
+			why = h.scrub.Err(err).Error()
+		}
+	}
+	if why != "" {
 		transport.Discard(resp)
-		err := fmt.Errorf("authorization required for server %s: log in with `voltmcp auth %s`, then call again "+
-			"(this engine has no Options.Authorize or DeviceAuthorize to ask the user with)", h.server, h.server)
+		err := fmt.Errorf("authorization required for server %s: log in with `voltmcp auth %s`, then call again (%s)", h.server, h.server, why)
 		h.failed(connecting, err, Required)
 		return err
 	}

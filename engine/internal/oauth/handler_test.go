@@ -145,6 +145,43 @@ func TestAuthorizeWithoutAuthorizer(t *testing.T) {
 	}
 }
 
+// TestAuthorizeWhenNoUserCanBeAsked: with an Authorize whose
+// CanAuthorize says no user can be asked for the request's context, the
+// authorization ends Required with that reason, before any discovery and
+// without asking.
+func TestAuthorizeWhenNoUserCanBeAsked(t *testing.T) {
+	type key struct{}
+	rec := &recorder{connecting: true}
+	state := new(State)
+	asked := false
+	var seen any
+	h := newTestHandler(t, state, &Options{Hooks: rec.hooks(),
+		Authorize: func(context.Context, string, string) (string, error) {
+			asked = true
+			return "", errors.New("not reached")
+		},
+		CanAuthorize: func(ctx context.Context) error {
+			seen = ctx.Value(key{})
+			return errors.New("the client cannot be offered the login")
+		},
+	})
+	req, resp := unauthorized(`Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource"`)
+	err := h.Authorize(context.WithValue(context.Background(), key{}, "the call's"), req, resp)
+	want := "authorization required for server srv: log in with `voltmcp auth srv`, then call again (the client cannot be offered the login)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Authorize = %v\nwant %s", err, want)
+	}
+	if asked || seen != "the call's" {
+		t.Errorf("asked %v; CanAuthorize saw %v", asked, seen)
+	}
+	if got, want := rec.got(), []string{"request", "update " + Required, "needs_auth"}; !slices.Equal(got, want) {
+		t.Errorf("hooks %v, want %v", got, want)
+	}
+	if f := state.TakeFailure(); f == nil || !errors.Is(f, err) {
+		t.Errorf("failure %v", f)
+	}
+}
+
 func TestAuthorizeRefusesAChallenge(t *testing.T) {
 	for name, tc := range map[string]struct{ challenge, want string }{
 		"private resource_metadata": {`Bearer resource_metadata="https://169.254.169.254/latest/meta-data"`, "is a link-local address"},

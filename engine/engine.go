@@ -148,10 +148,14 @@ type Engine struct {
 	lookup    func(string) (string, bool)
 	grace     time.Duration
 	httpBase  http.RoundTripper
-	version   string
-	cache     cacheStore
-	bus       bus
-	schema    *cue.Schema
+	// instance is this engine's random id: its HTTP handler answers
+	// with it (transport.InstanceHeader), and its HTTP servers are
+	// refused when they answer with it, being the gateway itself.
+	instance string
+	version  string
+	cache    cacheStore
+	bus      bus
+	schema   *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
 	ix      *search.Index
@@ -228,6 +232,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if e.httpBase == nil {
 		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	e.instance = rand.Text()
 	e.version = "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		e.version = info.Main.Version

@@ -246,7 +246,11 @@ loopback name (DNS rebinding) or an Origin that is not a loopback origin
 serve refuses to run under a voltmcp gateway (VOLTMCP_RUN, the run mark
 the gateway gives every server it starts, is set): a config entry that
 starts the gateway as one of its own servers would start it again and
-again.
+again. Over HTTP, every answer carries the header Voltmcp-Instance, a
+random id of this serve, and a configured HTTP server that answers with
+it (an .mcp.json entry whose url reaches this serve --http, whatever its
+spelling: 127.0.0.1, localhost, [::1]) is refused as "server X is this
+gateway itself".
 
 Examples:
   voltmcp serve

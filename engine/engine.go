@@ -190,6 +190,9 @@ type Engine struct {
 	cfg     *cue.Config
 	load    *cue.Result // nil when Options.Config was given
 	servers map[string]*supervisor
+	// listCtx is the context of the first ListUnlisted: Reload lists
+	// the servers it adds under it.
+	listCtx context.Context
 
 	// runs marks the stdio servers started and keeps the reaper.
 	runs transport.Runs
@@ -580,7 +583,10 @@ func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error 
 
 // Reload reads the config again and brings the servers in line with it:
 // new servers are added, removed ones stopped, and a server whose
-// definition changed is stopped and replaced.
+// definition changed is stopped and replaced. Once [Engine.ListUnlisted]
+// was called, the servers it adds or replaces that have no metadata are
+// listed in the background as ListUnlisted lists them, under the context
+// it was first given.
 func (e *Engine) Reload(ctx context.Context) error {
 	cfg, res, err := e.loadConfig(ctx)
 	if err != nil {
@@ -621,6 +627,13 @@ func (e *Engine) Reload(ctx context.Context) error {
 		e.startEager()
 	}
 	e.bus.publish(Event{Type: EventServersChanged})
+	e.mu.Lock()
+	lc := e.listCtx
+	e.mu.Unlock()
+	if lc != nil && lc.Err() == nil {
+		// Servers added since are listed as those at the start were.
+		e.ListUnlisted(lc)
+	}
 	return nil
 }
 

@@ -23,11 +23,17 @@ import (
 // the SDK's server the direct tools) to a go-sdk client.
 func serveClient(t *testing.T, ctx context.Context, e *Engine) *mcp.ClientSession {
 	t.Helper()
+	return serveClientWith(t, ctx, e, nil)
+}
+
+// serveClientWith is serveClient with a client of opts.
+func serveClientWith(t *testing.T, ctx context.Context, e *Engine, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- e.ServeStdio(ctx, sr, sw) }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
 	if err != nil {
 		t.Fatal(err)

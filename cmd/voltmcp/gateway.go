@@ -217,6 +217,8 @@ stopped again after), so the agent's first search finds their tools: a
 search waits up to 2 s for those listings and says which servers are still
 being listed; a call or describe waits for its server's. settings
 listAtStart: false turns this off (voltmcp refresh lists from the CLI).
+Direct tools (settings directTools) of servers listed after the start
+are added as their listings end, with notifications/tools/list_changed.
 
 With --http, over Streamable HTTP on a loopback address, to the holder of a
 bearer token only: another user of the machine can reach a loopback port

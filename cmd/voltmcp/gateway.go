@@ -317,11 +317,11 @@ Examples:
 			// the instructions rather than a server that failed.
 			fmt.Fprintf(e.stderr, "voltmcp serve: %s\n", clean(off))
 		}
-		// Servers never listed are listed once in the background, so
-		// that the agent's first search finds their tools (settings
-		// listAtStart).
-		eng.ListUnlisted(ctx)
 		if addr == "" && socket == "" {
+			// Servers never listed are listed once in the background,
+			// so that the agent's first search finds their tools
+			// (settings listAtStart).
+			eng.ListUnlisted(ctx)
 			// ServeStdio reads and writes the agent's pipes through the
 			// poller.
 			err = eng.ServeStdio(ctx, readCloser(e.stdin), writeCloser(e.stdout))
@@ -362,6 +362,9 @@ func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, socket, to
 	} else if ln, err = net.Listen("tcp", addr); err != nil {
 		return failuref("listen: %w", err)
 	}
+	// Listed once the listener is up: an entry that reaches this serve
+	// is then refused as the gateway itself, not as a refused connection.
+	eng.ListUnlisted(ctx)
 	srv := &http.Server{Handler: eng.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
 	if socket != "" {
 		fmt.Fprintf(e.stderr, "voltmcp: serving MCP on unix socket %s, as http://localhost/ (Ctrl-C to stop)\n", socket)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,6 +74,14 @@ func TestServeHTTPRefusesItself(t *testing.T) {
 		return res
 	}
 	want := "server voltmcp is this gateway itself: its url reaches this voltmcp serve --http"
+	// The listing at start finds it so, once the listener is up.
+	deadline := testwait.Deadline(t)
+	for res := gw(map[string]any{"action": "status", "server": "voltmcp"}); !strings.Contains(resultText(res), want); res = gw(map[string]any{"action": "status", "server": "voltmcp"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("status after the listing at start: %s", resultText(res))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	res := gw(map[string]any{"action": "connect", "server": "voltmcp"})
 	if !res.IsError || !strings.Contains(resultText(res), want) || !strings.Contains(resultText(res), mcpJSON) {
 		t.Fatalf("connect to itself: error %t, %s", res.IsError, resultText(res))

@@ -103,7 +103,7 @@ func (e *Engine) addDirectTools(srv *mcp.Server) {
 	events, stop := e.Subscribe(256)
 	live := map[string]directTool{}
 	started := false
-	sync := func() {
+	update := func() {
 		want := map[string]directTool{}
 		for _, d := range e.directTools() {
 			want[d.name] = d
@@ -118,7 +118,7 @@ func (e *Engine) addDirectTools(srv *mcp.Server) {
 		}
 		if len(gone) > 0 {
 			sort.Strings(gone)
-			e.log.Info("withdrew direct tools whose metadata changed", "tools", gone)
+			e.log.Info("withdrew direct tools whose metadata or exposure changed", "tools", gone)
 			srv.RemoveTools(gone...)
 		}
 		var added []string
@@ -135,12 +135,12 @@ func (e *Engine) addDirectTools(srv *mcp.Server) {
 		}
 		started = true
 	}
-	sync()
+	update()
 	go func() {
 		defer stop()
 		for ev := range events {
 			if ev.Type == EventServersChanged {
-				sync()
+				update()
 			}
 		}
 	}()

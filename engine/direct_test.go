@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +81,84 @@ func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
 	case <-changed:
 	case <-time.After(testwait.Patience):
 		t.Error("no notifications/tools/list_changed reached the client")
+	}
+	// The changed version waits for review: it is not exposed in its place.
+	for _, d := range e.directTools() {
+		if d.name == "mcp__m__echo" {
+			t.Errorf("the changed echo is exposed again before it was approved: %q", d.tool.Description)
+		}
+	}
+}
+
+// TestDirectToolsOfServersListedLater: direct tools of a server listed
+// after serve started (the listing at start, then a server a reload
+// adds, which the reload lists in the background) are added to serve's
+// tools, with notifications/tools/list_changed, and can be called.
+func TestDirectToolsOfServersListedLater(t *testing.T) {
+	opts := workspace(t, map[string]server{"m": stdio("behave", server{"directTools": []string{"echo"}})}, map[string]any{"directTools": true})
+	e := start(t, opts)
+	ctx := testwait.Context(t)
+	changed := make(chan struct{}, 8)
+	cs := serveClientWith(t, ctx, e, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}})
+	names := func() map[string]bool {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, tl := range res.Tools {
+			out[tl.Name] = true
+		}
+		return out
+	}
+	waitTool := func(name string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("no notifications/tools/list_changed for %s", name)
+		}
+		deadline := testwait.Deadline(t)
+		for !names()[name] {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not added: %v", name, names())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := names(); len(got) != 1 || !got["mcp"] {
+		t.Fatalf("tools before any listing: %v", got)
+	}
+	if got := e.ListUnlisted(ctx); len(got) != 1 || got[0] != "m" {
+		t.Fatalf("listed at start: %v", got)
+	}
+	waitTool("mcp__m__echo")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__m__echo", Arguments: map[string]any{"text": "listed later"}})
+	if err != nil || res.IsError || text(res) != "listed later" {
+		t.Fatalf("direct call: %v %v", text(res), err)
+	}
+
+	// A reload adds a server: it is listed in the background, and its
+	// direct tool follows.
+	doc := map[string]any{"version": 1, "settings": map[string]any{"directTools": true}, "servers": map[string]server{
+		"m": stdio("behave", server{"directTools": []string{"echo"}}),
+		"n": stdio("behave", server{"directTools": []string{"echo"}}),
+	}}
+	data, _ := json.Marshal(doc)
+	if err := os.WriteFile(filepath.Join(opts.Project, ".volt", "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitTool("mcp__n__echo")
+	if got := names(); !got["mcp__m__echo"] || len(got) != 3 {
+		t.Errorf("tools after the reload: %v", got)
 	}
 }
 

@@ -172,10 +172,14 @@ type Engine struct {
 	lookup    func(string) (string, bool)
 	grace     time.Duration
 	httpBase  http.RoundTripper
-	version   string
-	cache     cacheStore
-	bus       bus
-	schema    *cue.Schema
+	// instance is this engine's random id: its HTTP handler answers
+	// with it (transport.InstanceHeader), and its HTTP servers are
+	// refused when they answer with it, being the gateway itself.
+	instance string
+	version  string
+	cache    cacheStore
+	bus      bus
+	schema   *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
 	ix      *search.Index
@@ -210,6 +214,9 @@ type Engine struct {
 	cfg     *cue.Config
 	load    *cue.Result // nil when Options.Config was given
 	servers map[string]*supervisor
+	// listCtx is the context of the first ListUnlisted: Reload lists
+	// the servers it adds under it.
+	listCtx context.Context
 
 	// runs marks the stdio servers started and keeps the reaper.
 	runs transport.Runs
@@ -252,6 +259,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if e.httpBase == nil {
 		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	e.instance = rand.Text()
 	e.version = "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		e.version = info.Main.Version
@@ -599,7 +607,10 @@ func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error 
 
 // Reload reads the config again and brings the servers in line with it:
 // new servers are added, removed ones stopped, and a server whose
-// definition changed is stopped and replaced.
+// definition changed is stopped and replaced. Once [Engine.ListUnlisted]
+// was called, the servers it adds or replaces that have no metadata are
+// listed in the background as ListUnlisted lists them, under the context
+// it was first given.
 func (e *Engine) Reload(ctx context.Context) error {
 	cfg, res, err := e.loadConfig(ctx)
 	if err != nil {
@@ -640,6 +651,13 @@ func (e *Engine) Reload(ctx context.Context) error {
 		e.startEager()
 	}
 	e.bus.publish(Event{Type: EventServersChanged})
+	e.mu.Lock()
+	lc := e.listCtx
+	e.mu.Unlock()
+	if lc != nil && lc.Err() == nil {
+		// Servers added since are listed as those at the start were.
+		e.ListUnlisted(lc)
+	}
 	return nil
 }
 

@@ -126,7 +126,7 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 			out.Status = "failed"
 		}
 		// Images and audio may wait (the policies, the sidecar).
-		notes, media, attach := e.media(turn.WithYield(ctx, yield), s, t.Name, ti.Risk, res.Content)
+		notes, media, attach := e.media(turn.WithYield(ctx, yield), s, t.Name, ti.Risk, output.MediaItems(res.Content))
 		out.Media = media
 		text := output.RenderNoted(res.Content, notes)
 		if text == "" && res.StructuredContent != nil {
@@ -407,7 +407,9 @@ func (e *Engine) gwReadResource(ctx context.Context, in GatewayInput) GatewayRes
 		e.record(ctx, rec)
 		return gwError("read %s: %v", in.ResourceURI, s.scrub.Err(s.explain("resources/read", err)))
 	}
-	full := output.RenderResource(res.Contents)
+	// Image and audio blobs are decided as a call's (settings.media).
+	notes, media, attach := e.media(ctx, s, "", RiskRead, output.ResourceMedia(res.Contents))
+	full := output.RenderResourceNoted(res.Contents, notes)
 	text, tr, ref, _ := e.shape(ctx, s, "resource:"+in.ResourceURI, "", full)
 	finishRecord(&rec, "completed", start, full, refID(ref), tr != nil)
 	e.record(ctx, rec)
@@ -418,7 +420,12 @@ func (e *Engine) gwReadResource(ctx context.Context, in GatewayInput) GatewayRes
 	if ref != nil {
 		data["cache"] = ref
 	}
-	return gwOK(data, text+truncNote(tr, ref))
+	if media != nil {
+		data["media"] = media
+	}
+	r := gwOK(data, text+truncNote(tr, ref))
+	r.Attachments = attach
+	return r
 }
 
 func truncNote(tr *Truncation, ref *CacheRef) string {

@@ -300,6 +300,9 @@ func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
 		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "audio", "mimeType": "audio/wav", "magic": "wav", "bytes": 30}},
 		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "resource", "mimeType": "image/jpeg", "magic": "jpeg", "bytes": 30}},
 		{"action": "call", "server": "s", "tool": mcptest.ToolMedia, "arguments": map[string]any{"kind": "image", "mimeType": "image/png", "magic": "elf", "bytes": 30}},
+		// Resource blobs likewise.
+		{"action": "read_resource", "server": "s", "resourceUri": mcptest.MediaResource("png", 300, 2, "image/png")},
+		{"action": "read_resource", "server": "s", "resourceUri": mcptest.MediaResource("elf", 30, 1, "image/png")},
 		{"action": "call", "server": "s", "tool": "ecko"},
 		{"action": "call", "server": "s", "tool": "add", "argumentsJson": `{"a": `},
 		{"action": "describe", "server": "s", "tool": "echo"},

@@ -21,8 +21,10 @@ type startListing struct {
 
 // ListUnlisted lists, in the background, each enabled server that is
 // cold and has no metadata (cached or discovered), so that an agent's
-// first search finds its tools; serve calls it once when it starts. At
-// most four servers are listed at a time.
+// first search finds its tools; serve calls it once when it starts, and
+// [Engine.Reload] calls it again, with the ctx of that first call, for
+// the servers a reload adds. At most four servers are listed at a time
+// (by each call).
 //
 // Such a listing is what a first use of the server would do, and
 // nothing else: what asks for the server meanwhile sees it as being
@@ -45,6 +47,11 @@ type startListing struct {
 // It does nothing when the setting listAtStart is false or the gateway
 // is turned off, and returns the servers it queued, sorted.
 func (e *Engine) ListUnlisted(ctx context.Context) []string {
+	e.mu.Lock()
+	if e.listCtx == nil {
+		e.listCtx = ctx
+	}
+	e.mu.Unlock()
 	if e.TurnedOff() != "" || !e.Config().Settings.ListAtStart {
 		return nil
 	}

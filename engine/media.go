@@ -59,16 +59,18 @@ func (r GatewayResult) content() []mcp.Content {
 	return out
 }
 
-// media decides, for each binary item of a call's content, whether it
-// is passed on as it is: settings.media.inline must be on; its declared
+// media decides, for each binary item of an answer (a call's content,
+// output.MediaItems, or a read resource's contents, output.ResourceMedia),
+// whether it is passed on as it is: settings.media.inline must be on; its declared
 // type must be on the allow list, of its kind, and match its data's
 // magic bytes (output.CheckMedia); the voltmcp.media policy must let it
 // through (an error keeps it out); and it must fit maxItemBytes and,
 // with the items before it, maxAnswerBytes. An item over a cap is kept
 // in the output store, as base64, for read_cache. notes are what the
-// text says of each item (output.RenderNoted).
-func (e *Engine) media(ctx context.Context, s *supervisor, tool string, risk Risk, content []mcp.Content) (notes map[int]string, items []MediaItem, attach []Attachment) {
-	ms := output.MediaItems(content)
+// text says of each item (output.RenderNoted, output.RenderResourceNoted).
+// tool is "" for a resource read: the policy is asked with no tool, and
+// an item kept is labelled with its resource's URI.
+func (e *Engine) media(ctx context.Context, s *supervisor, tool string, risk Risk, ms []output.Media) (notes map[int]string, items []MediaItem, attach []Attachment) {
 	if len(ms) == 0 {
 		return nil, nil, nil
 	}
@@ -101,7 +103,11 @@ func (e *Engine) media(ctx context.Context, s *supervisor, tool string, risk Ris
 				}
 				it.Reason = cap
 				turn.Yield(ctx) // the store waits for the disk
-				id, err := e.outputs().PutMedia(s.cfg.ID, tool, typ, m.Data)
+				label := tool
+				if label == "" {
+					label = "resource:" + m.URI
+				}
+				id, err := e.outputs().PutMedia(s.cfg.ID, label, typ, m.Data)
 				if err != nil {
 					e.log.Warn("output sidecar", "err", err)
 					notes[m.Index] = ": not passed on: " + cap + "; it could not be kept: " + output.CleanText(err.Error(), 256)

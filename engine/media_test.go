@@ -23,11 +23,17 @@ import (
 // the SDK's server the direct tools) to a go-sdk client.
 func serveClient(t *testing.T, ctx context.Context, e *Engine) *mcp.ClientSession {
 	t.Helper()
+	return serveClientWith(t, ctx, e, nil)
+}
+
+// serveClientWith is serveClient with a client of opts.
+func serveClientWith(t *testing.T, ctx context.Context, e *Engine, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- e.ServeStdio(ctx, sr, sw) }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +216,11 @@ func TestMediaPolicy(t *testing.T) {
 	if len(attachments(t, res)) != 0 || !strings.Contains(text(res), "the media policy could not decide") {
 		t.Errorf("a failing policy: %s", text(res))
 	}
+	// A resource's blob is asked about as a call's.
+	res, media := readResource(t, ctx, cs, "m", mcptest.MediaResource("png", 300, 1, "image/png"))
+	if len(attachments(t, res)) != 0 || !strings.Contains(text(res), "the media policy keeps it out: no images over 200 bytes") || media[0].Cache != nil {
+		t.Errorf("a resource denied: %s", text(res))
+	}
 }
 
 // TestPeerEverythingTinyImage: server-everything's get-tiny-image
@@ -256,5 +267,115 @@ func TestPeerEverythingTinyImage(t *testing.T) {
 	}
 	if !strings.Contains(text(res), "Here's the image you requested:") {
 		t.Errorf("text %q", text(res))
+	}
+}
+
+// readResource reads uri of server m through the mcp tool.
+func readResource(t *testing.T, ctx context.Context, cs *mcp.ClientSession, server, uri string) (*mcp.CallToolResult, []MediaItem) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "read_resource", "server": server, "resourceUri": uri}})
+	if err != nil || res.IsError {
+		t.Fatalf("read_resource %s: %v %s", uri, err, text(res))
+	}
+	var out struct {
+		Media []MediaItem `json:"media"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+	return res, out.Media
+}
+
+// TestMediaResourceReachesTheAgent: the image and audio blobs of a
+// resource read with read_resource are decided as a call's: passed on as
+// embedded resources, byte for byte, within the caps; over them
+// described and kept for read_cache; a blob whose data is not its type,
+// or whose type is not on the allow list, described only and not kept.
+func TestMediaResourceReachesTheAgent(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"m": stdio(mcptest.ModeMedia, nil)},
+		map[string]any{"media": map[string]any{"maxItemBytes": 4000, "maxAnswerBytes": 6000}}))
+	ctx := testwait.Context(t)
+	cs := serveClient(t, ctx, e)
+
+	uri := mcptest.MediaResource("png", 3000, 1, "image/png")
+	res, media := readResource(t, ctx, cs, "m", uri)
+	att := attachments(t, res)
+	if len(att) != 1 {
+		t.Fatalf("%d attachments: %s", len(att), text(res))
+	}
+	if r, ok := att[0].(*mcp.EmbeddedResource); !ok || r.Resource.URI != uri+"#0" || r.Resource.MIMEType != "image/png" ||
+		!bytes.Equal(r.Resource.Blob, mcptest.MediaData("png", 3000)) {
+		t.Fatalf("attachment %T %+v", att[0], att[0])
+	}
+	if !strings.Contains(text(res), "["+uri+"#0: image/png, 3000 bytes of binary data: attached as resource content]") ||
+		len(media) != 1 || !media[0].Inline || media[0].Kind != "resource" {
+		t.Errorf("text %q, media %+v", text(res), media)
+	}
+
+	res, _ = readResource(t, ctx, cs, "m", mcptest.MediaResource("wav", 100, 1, "audio/x-wav"))
+	if att := attachments(t, res); len(att) != 1 || att[0].(*mcp.EmbeddedResource).Resource.MIMEType != "audio/wav" {
+		t.Errorf("audio: %s", text(res))
+	}
+
+	// Over the item cap: described, kept under the resource's URI, read back.
+	res, media = readResource(t, ctx, cs, "m", mcptest.MediaResource("png", 5000, 1, "image/png"))
+	if att := attachments(t, res); len(att) != 0 || len(media) != 1 || media[0].Inline || media[0].Cache == nil ||
+		!strings.Contains(text(res), "maxItemBytes") || !strings.Contains(text(res), media[0].Cache.ID) {
+		t.Fatalf("over the cap: %d attachments, text %q, media %+v", len(att), text(res), media)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "read_cache", "cacheId": media[0].Cache.ID}})
+	if err != nil || r.IsError {
+		t.Fatalf("read_cache: %v %s", err, text(r))
+	}
+	if sb, _ := json.Marshal(r.StructuredContent); !strings.Contains(string(sb), `"contentType":"image/png"`) ||
+		!strings.Contains(string(sb), base64.StdEncoding.EncodeToString(mcptest.MediaData("png", 5000))[:64]) {
+		t.Errorf("read_cache page %.300s", sb)
+	}
+
+	// Three of 2500 bytes against 6000 an answer: two pass, one is kept.
+	res, media = readResource(t, ctx, cs, "m", mcptest.MediaResource("png", 2500, 3, "image/png"))
+	if att := attachments(t, res); len(att) != 2 || len(media) != 3 || media[2].Inline || media[2].Cache == nil ||
+		!strings.Contains(media[2].Reason, "maxAnswerBytes") {
+		t.Errorf("answer cap: %d attachments, media %+v", len(att), media)
+	}
+
+	// Lies and types off the list: described, not kept.
+	for _, uri := range []string{mcptest.MediaResource("elf", 100, 1, "image/png"), mcptest.MediaResource("png", 100, 1, "image/svg+xml"),
+		mcptest.MediaResource("png", 100, 1, "application/octet-stream")} {
+		res, media = readResource(t, ctx, cs, "m", uri)
+		if att := attachments(t, res); len(att) != 0 || len(media) != 1 || media[0].Inline || media[0].Cache != nil ||
+			!strings.Contains(text(res), "not passed on") {
+			t.Errorf("%s: %d attachments, text %q, media %+v", uri, len(att), text(res), media)
+		}
+	}
+}
+
+// TestMediaResourceOffDescribes: with settings.media.inline false a
+// resource's blob is described as before the setting existed.
+func TestMediaResourceOffDescribes(t *testing.T) {
+	e := start(t, workspace(t, map[string]server{"m": stdio(mcptest.ModeMedia, nil)}, map[string]any{"media": map[string]any{"inline": false}}))
+	ctx := testwait.Context(t)
+	cs := serveClient(t, ctx, e)
+	uri := mcptest.MediaResource("png", 300, 1, "image/png")
+	res, media := readResource(t, ctx, cs, "m", uri)
+	if att := attachments(t, res); len(att) != 0 || text(res) != "["+uri+"#0: image/png, 300 bytes of binary data]" ||
+		len(media) != 1 || media[0].Reason != "settings.media.inline is off" {
+		t.Errorf("%d attachments, text %q, media %+v", len(att), text(res), media)
+	}
+}
+
+// TestPeerEverythingBlobResource: server-everything's dynamic blob
+// resource, base64 of text declared text/plain, reaches the agent
+// described, not passed on: its type is not an image or audio type.
+func TestPeerEverythingBlobResource(t *testing.T) {
+	srv := nodeServer(t, npmpeers.EverythingEntry, "stdio")
+	e := start(t, workspace(t, map[string]server{"everything": srv}, nil))
+	ctx := testwait.Context(t)
+	cs := serveClient(t, ctx, e)
+	res, media := readResource(t, ctx, cs, "everything", "demo://resource/dynamic/blob/1")
+	if att := attachments(t, res); len(att) != 0 || len(media) != 1 || media[0].Inline || media[0].Cache != nil ||
+		!strings.Contains(text(res), `not passed on: "text/plain" is not an image or audio type voltmcp passes on`) {
+		t.Errorf("%d attachments, text %q, media %+v", len(att), text(res), media)
 	}
 }

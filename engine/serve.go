@@ -16,6 +16,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/owner"
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
@@ -249,6 +250,12 @@ func (e *Engine) serveStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 // refused with a 403, and so are those with an Origin that is not a
 // loopback origin, and cross-origin browser requests, before the token
 // is looked at. The presented value is never logged or echoed.
+//
+// Every response carries the engine's instance id, a random value, in
+// the header Voltmcp-Instance; the engine refuses to use an HTTP server
+// that answers with its own id (named "server X is this gateway
+// itself"), so a config entry whose url reaches this handler, under any
+// spelling of the address, cannot make the gateway call itself.
 func (e *Engine) HTTPHandler(token string) http.Handler {
 	return e.httpHandler(token, newLeanServe(context.Background(), e))
 }
@@ -265,5 +272,11 @@ func (e *Engine) httpHandler(token string, lean *leanServe) http.Handler {
 	if lean != nil && on {
 		h = &leanHTTP{l: lean, srv: srv, next: h}
 	}
-	return owner.Handler([]byte(token), http.NewCrossOriginProtection().Handler(h))
+	h = owner.Handler([]byte(token), http.NewCrossOriginProtection().Handler(h))
+	// Every answer, a refusal included, says which gateway gave it, so
+	// that this engine refuses a configured server that is itself.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(transport.InstanceHeader, e.instance)
+		h.ServeHTTP(w, r)
+	})
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -332,7 +333,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 	if err != nil {
 		return nil, nil, "", 0, err
 	}
-	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
+	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, Self: s.e.instance, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
 		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized}
 	s.mu.Lock()
 	s.httpT, s.tasks = ht, nil
@@ -346,6 +347,9 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		oauth = h
 	}
 	cs, kind, err := connectHTTP(ctx, client, s.cfg, endpoint, ht, oauth, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	if self, ok := errors.AsType[*transport.SelfError](err); ok {
+		self.File = s.cfg.File
+	}
 	if err == nil && kind == cue.TransportStreamableHTTP && oauth == nil && s.e.opts.Elicit == nil {
 		// The engine's calls on this session may take the lean path
 		// (leanHTTPCall); the SDK's client runs OAuth and elicitation.

@@ -185,7 +185,7 @@ func gatewayCommands() []*command {
 		gatewayCommand("resources", "list_resources", "list a server's cached resources",
 			"Usage: voltmcp resources SERVER [--cursor C] [--json]\n\nLists the resources, then the resource templates, of SERVER's metadata\ncache, 50 items (at most 32 KiB) a page, as tables (URI, name, type, description); when more follow, the\nresult has a nextCursor, which --cursor takes for the next page. --json\nprints exactly what the mcp tool's list_resources action returns.\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, cursorFlag),
 		gatewayCommand("read-resource", "read_resource", "read a resource of a server",
-			"Usage: voltmcp read-resource SERVER URI [--json]\n\nExample:\n  voltmcp read-resource everything demo://resource/static/document/1.md", []string{"SERVER", "URI"}, nil),
+			"Usage: voltmcp read-resource SERVER URI [--json]\n\nReads the resource and prints its text, cut like an agent sees it; a longer\noutput is kept for 'voltmcp read-cache'. An image or audio blob is one\ndescription line, never its bytes (the agent gets it as MCP resource\ncontent, settings.media); --json lists each in media.\n\nExample:\n  voltmcp read-resource everything demo://resource/static/document/1.md", []string{"SERVER", "URI"}, nil),
 		gatewayCommand("prompts", "list_prompts", "list a server's cached prompts",
 			"Usage: voltmcp prompts SERVER [--cursor C] [--json]\n\nLists the prompts of SERVER's metadata cache, 50 (at most 32 KiB) a page,\nas a table (name, arguments with * for a required one, description);\nwhen more follow, the result has a nextCursor, which --cursor takes for\nthe next page. --json prints exactly what the mcp tool's list_prompts\naction returns.\n\nExample:\n  voltmcp prompts everything", []string{"SERVER"}, cursorFlag),
 		gatewayCommand("get-prompt", "get_prompt", "fetch a prompt and show it, for you to preview",
@@ -217,6 +217,8 @@ stopped again after), so the agent's first search finds their tools: a
 search waits up to 2 s for those listings and says which servers are still
 being listed; a call or describe waits for its server's. settings
 listAtStart: false turns this off (voltmcp refresh lists from the CLI).
+Direct tools (settings directTools) of servers listed after the start
+are added as their listings end, with notifications/tools/list_changed.
 
 With --http, over Streamable HTTP on a loopback address, to the holder of a
 bearer token only: another user of the machine can reach a loopback port
@@ -255,7 +257,11 @@ without URL mode is offered nothing, and the answer says to run
 serve refuses to run under a voltmcp gateway (VOLTMCP_RUN, the run mark
 the gateway gives every server it starts, is set): a config entry that
 starts the gateway as one of its own servers would start it again and
-again.
+again. Over HTTP, every answer carries the header Voltmcp-Instance, a
+random id of this serve, and a configured HTTP server that answers with
+it (an .mcp.json entry whose url reaches this serve --http, whatever its
+spelling: 127.0.0.1, localhost, [::1]) is refused as "server X is this
+gateway itself".
 
 Examples:
   voltmcp serve
@@ -325,11 +331,11 @@ Examples:
 			// the instructions rather than a server that failed.
 			fmt.Fprintf(e.stderr, "voltmcp serve: %s\n", clean(off))
 		}
-		// Servers never listed are listed once in the background, so
-		// that the agent's first search finds their tools (settings
-		// listAtStart).
-		eng.ListUnlisted(ctx)
 		if addr == "" && socket == "" {
+			// Servers never listed are listed once in the background,
+			// so that the agent's first search finds their tools
+			// (settings listAtStart).
+			eng.ListUnlisted(ctx)
 			// ServeStdio reads and writes the agent's pipes through the
 			// poller.
 			err = eng.ServeStdio(ctx, readCloser(e.stdin), writeCloser(e.stdout))
@@ -370,6 +376,9 @@ func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, socket, to
 	} else if ln, err = net.Listen("tcp", addr); err != nil {
 		return failuref("listen: %w", err)
 	}
+	// Listed once the listener is up: an entry that reaches this serve
+	// is then refused as the gateway itself, not as a refused connection.
+	eng.ListUnlisted(ctx)
 	srv := &http.Server{Handler: eng.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
 	if socket != "" {
 		fmt.Fprintf(e.stderr, "voltmcp: serving MCP on unix socket %s, as http://localhost/ (Ctrl-C to stop)\n", socket)

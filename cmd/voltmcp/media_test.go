@@ -14,6 +14,7 @@ import (
 // TestCallDescribesMedia: voltmcp call prints a description line for an
 // image, never its bytes; one over the cap names 'voltmcp read-cache
 // ID', which prints its base64; --json shows the structured result.
+// voltmcp read-resource does the same for a resource's blobs.
 func TestCallDescribesMedia(t *testing.T) {
 	project := t.TempDir()
 	cmd, args, env := mcptest.Command(mcptest.ModeMedia)
@@ -51,5 +52,15 @@ func TestCallDescribesMedia(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != exitOK || err != nil || len(res.Media) != 1 || !res.Media[0].Inline || res.Media[0].Bytes != 300 {
 		t.Errorf("call --json (%v):\n%s", err, r)
+	}
+
+	// A resource's blobs likewise, through read-resource.
+	r = cli("read-resource", "m", mcptest.MediaResource("png", 300, 1, "image/png"))
+	if r.code != exitOK || !strings.Contains(r.stdout, ": image/png, 300 bytes of binary data: attached as resource content]\n") || strings.Contains(r.stdout, "PNG") {
+		t.Errorf("read-resource:\n%s", r)
+	}
+	r = cli("read-resource", "m", mcptest.MediaResource("png", 3000, 1, "image/png"))
+	if m := regexp.MustCompile(`maxItemBytes \(1000 bytes\); its base64 is kept: voltmcp read-cache (mcpout_[a-z2-7]+)\]`).FindStringSubmatch(r.stdout); r.code != exitOK || m == nil {
+		t.Errorf("read-resource of a blob over the cap:\n%s", r)
 	}
 }

@@ -118,7 +118,8 @@
 //     text in one message, over the go-sdk's default 16 MiB cap.
 //   - media (SDK): behave plus [ToolMedia], which answers with images,
 //     audio or embedded blobs of the kind, declared type, real content
-//     ([MediaData]) and size asked for.
+//     ([MediaData]) and size asked for, and resources of such blobs
+//     ([MediaResource]).
 //   - binary-result (SDK): tools [ToolImage] (a 6 MiB PNG), [ToolAudio]
 //     (2 MiB WAV) and [ToolMixed] (text, a 64 KiB image, an embedded 1 MiB
 //     binary resource and a resource link); the bytes are [Blob].

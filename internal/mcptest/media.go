@@ -3,13 +3,16 @@ package mcptest
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ModeMedia (SDK, also over HTTP) is behave plus the tool [ToolMedia],
 // which answers with images, audio or embedded blobs of a chosen size,
-// type and content, lies included.
+// type and content, lies included, and the resource template
+// [MediaResourceTemplate], whose resources are such blobs.
 const ModeMedia = "media"
 
 // ToolMedia answers with a text, then Count items (1 when not given)
@@ -53,8 +56,38 @@ func MediaData(magic string, n int) []byte {
 	return b
 }
 
-// addMedia adds the tool of mode media.
+// MediaResourceTemplate is the URI template of mode media's blob
+// resources: Count blobs of MIMEType, each Bytes of MediaData(Magic).
+const MediaResourceTemplate = "mcptest://media/{magic}/{bytes}/{count}/{+mimeType}"
+
+// MediaResource is the URI of mode media's resource that holds count
+// blobs declared as mimeType, each the n bytes of MediaData(magic).
+func MediaResource(magic string, n, count int, mimeType string) string {
+	return fmt.Sprintf("mcptest://media/%s/%d/%d/%s", magic, n, count, mimeType)
+}
+
+// mediaResource reads a resource of MediaResourceTemplate.
+func mediaResource(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	parts := strings.SplitN(strings.TrimPrefix(req.Params.URI, "mcptest://media/"), "/", 4)
+	if len(parts) != 4 {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	n, err1 := strconv.Atoi(parts[1])
+	count, err2 := strconv.Atoi(parts[2])
+	if _, ok := mediaMagic[parts[0]]; !ok || err1 != nil || err2 != nil || n < 0 || n > maxBigBytes || count < 1 || count > 100 {
+		return nil, fmt.Errorf("mcptest: a media resource is %s: a known magic, bytes up to %d, count 1 to 100", MediaResourceTemplate, maxBigBytes)
+	}
+	res := &mcp.ReadResourceResult{}
+	for i := range count {
+		res.Contents = append(res.Contents, &mcp.ResourceContents{URI: fmt.Sprintf("%s#%d", req.Params.URI, i), MIMEType: parts[3], Blob: MediaData(parts[0], n)})
+	}
+	return res, nil
+}
+
+// addMedia adds the tool and the resource template of mode media.
 func addMedia(s *mcp.Server) {
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: MediaResourceTemplate, Name: "media",
+		Description: "Blobs of a chosen type, content, size and number."}, mediaResource)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        ToolMedia,
 		Description: "Returns images, audio or embedded blobs of a chosen kind, type, content and size.",

@@ -51,6 +51,19 @@ func MediaItems(items []mcp.Content) []Media {
 	return out
 }
 
+// ResourceMedia returns the binary items of a read resource's
+// contents, in order: every one that holds a blob rather than text, as
+// an item of KindResource whose Index is its place in contents.
+func ResourceMedia(contents []*mcp.ResourceContents) []Media {
+	var out []Media
+	for i, r := range contents {
+		if r != nil && r.Text == "" && len(r.Blob) > 0 {
+			out = append(out, Media{Index: i, Kind: KindResource, MIMEType: r.MIMEType, URI: r.URI, Data: r.Blob})
+		}
+	}
+	return out
+}
+
 // mediaType is one type of the allow list: its name and a check of the
 // data's first bytes.
 type mediaType struct {

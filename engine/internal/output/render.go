@@ -48,15 +48,22 @@ func RenderNoted(items []mcp.Content, notes map[int]string) string {
 // item a line: text is kept, binary data described by URI, MIME type
 // and size.
 func RenderResource(contents []*mcp.ResourceContents) string {
+	return RenderResourceNoted(contents, nil)
+}
+
+// RenderResourceNoted is [RenderResource] with a note on binary items:
+// the description of the item at index i ends with notes[i], when there
+// is one, inside its brackets.
+func RenderResourceNoted(contents []*mcp.ResourceContents, notes map[int]string) string {
 	var parts []string
-	for _, c := range contents {
+	for i, c := range contents {
 		if c == nil {
 			continue
 		}
 		if c.Text != "" || len(c.Blob) == 0 {
 			parts = append(parts, c.Text)
 		} else {
-			parts = append(parts, fmt.Sprintf("[%s: %s, %d bytes of binary data]", c.URI, c.MIMEType, len(c.Blob)))
+			parts = append(parts, fmt.Sprintf("[%s: %s, %d bytes of binary data%s]", c.URI, c.MIMEType, len(c.Blob), notes[i]))
 		}
 	}
 	return strings.Join(parts, "\n")

@@ -14,8 +14,9 @@
 //
 // For HTTP servers it holds [HeaderTransport], which adds the configured
 // headers and refuses every request to another [Origin] than the
-// configured URL's, bounds each message of a response and passes on only
-// the first endpoint event of a legacy SSE stream; [HTTPClient], which
+// configured URL's, bounds each message of a response, passes on only
+// the first endpoint event of a legacy SSE stream, and fails a response
+// that carries the gateway's own [InstanceHeader] ([SelfError]); [HTTPClient], which
 // refuses redirects to another origin; and [ConnectHTTP], the Streamable
 // HTTP to SSE fallback.
 //

@@ -40,12 +40,43 @@ type HeaderTransport struct {
 	MaxMessage int
 	TooLarge   error
 	Trips      *atomic.Int64
+	// Self is the instance id of the gateway this transport belongs to
+	// (the value of InstanceHeader its own HTTP handler answers with);
+	// a response that carries it fails its request with a *SelfError:
+	// the server is the gateway itself, whatever the URL's spelling.
+	// "" checks nothing.
+	Self string
 
 	// refused is the first request refused for its origin, which
 	// ConnectHTTP reports in place of the SDK's error (that quotes the
 	// whole URL).
 	refused  atomic.Pointer[CrossOriginError]
+	self     atomic.Pointer[SelfError]
 	lastPOST atomic.Int32
+}
+
+// InstanceHeader is the response header with which voltmcp serve --http
+// answers every request: the serving gateway's instance id, random for
+// each engine, so that the engine can tell when a configured HTTP server
+// is itself ([HeaderTransport.Self]).
+const InstanceHeader = "Voltmcp-Instance"
+
+// SelfError is a request to a server whose response carried the
+// gateway's own instance id: the server is this gateway, and using it
+// would make the gateway call itself without end.
+type SelfError struct {
+	Server string // the server's name
+	// File is the config file that defines the server, when the caller
+	// knows it.
+	File string
+}
+
+func (e *SelfError) Error() string {
+	where := ""
+	if e.File != "" {
+		where = " from " + e.File
+	}
+	return fmt.Sprintf("server %s is this gateway itself: its url reaches this voltmcp serve --http, which would call itself without end; remove the entry%s or point its url at another server", e.Server, where)
 }
 
 // RoundTrip implements [http.RoundTripper].
@@ -65,6 +96,12 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.Base.RoundTrip(req)
+	if err == nil && t.Self != "" && resp.Header.Get(InstanceHeader) == t.Self {
+		Discard(resp)
+		err := &SelfError{Server: t.Server}
+		t.self.CompareAndSwap(nil, err)
+		return nil, err
+	}
 	if err == nil && req.Method == http.MethodPost {
 		t.lastPOST.Store(int32(resp.StatusCode))
 	}
@@ -86,12 +123,16 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // one was.
 func (t *HeaderTransport) LastPOST() int32 { return t.lastPOST.Load() }
 
-// refusal returns, when a connection failed, the refusal of a request to
-// another origin if there was one: the reason, named without the URL's
-// path or query. Else it returns err.
+// refusal returns, when a connection failed, the refusal of a request
+// that reached the gateway itself or of one to another origin, if there
+// was one: the reason, named without the URL's path or query. Else it
+// returns err.
 func (t *HeaderTransport) refusal(err error) error {
 	if err == nil {
 		return nil
+	}
+	if r := t.self.Load(); r != nil {
+		return r
 	}
 	if r := t.refused.Load(); r != nil {
 		return r
@@ -209,8 +250,8 @@ const (
 // whether the transport that worked (or failed last) is SSE. oauth, when
 // not nil, authorizes the Streamable HTTP requests. Every request goes
 // through ht, bound to the origin of endpoint; a request ht refused for
-// its origin is the error reported, in place of the SDK's (which quotes
-// the whole URL).
+// its origin, or for reaching the gateway itself, is the error reported,
+// in place of the SDK's (which quotes the whole URL).
 func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode HTTPMode, ht *HeaderTransport, oauth auth.OAuthHandler, opts *mcp.ClientSessionOptions) (cs *mcp.ClientSession, sse bool, err error) {
 	if u, err := url.Parse(endpoint); err == nil {
 		ht.Origin, _ = OriginOf(u)
@@ -228,6 +269,9 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	}
 	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
 	if sseErr != nil {
+		if r := ht.self.Load(); r != nil {
+			return nil, true, r
+		}
 		if r := ht.refused.Load(); r != nil {
 			return nil, true, r
 		}

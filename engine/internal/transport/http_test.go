@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // errTooLarge is the error the bounded bodies of the tests fail with.
@@ -106,5 +108,30 @@ func TestHeaderTransport(t *testing.T) {
 	}
 	if ht.refusal(nil) != nil {
 		t.Error("a refusal for a connection that did not fail")
+	}
+}
+
+// TestConnectHTTPRefusesItself: a server whose answers carry the
+// gateway's own instance id fails the connection with a *SelfError,
+// through the Streamable HTTP to SSE fallback too, whatever the status;
+// another id is a server like any other.
+func TestConnectHTTPRefusesItself(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(InstanceHeader, "me")
+		http.Error(w, "not found", http.StatusNotFound)
+	}))
+	defer ts.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	for _, mode := range []HTTPMode{Streamable, SSE, StreamableOrSSE} {
+		ht := &HeaderTransport{Base: http.DefaultTransport, Server: "self", Self: "me"}
+		_, _, err := ConnectHTTP(t.Context(), client, ts.URL+"/mcp", mode, ht, nil, nil)
+		var self *SelfError
+		if !errors.As(err, &self) || self.Server != "self" || !strings.Contains(err.Error(), "server self is this gateway itself") {
+			t.Errorf("mode %d: %v", mode, err)
+		}
+		ht = &HeaderTransport{Base: http.DefaultTransport, Server: "other", Self: "not me"}
+		if _, _, err := ConnectHTTP(t.Context(), client, ts.URL+"/mcp", mode, ht, nil, nil); err == nil || errors.As(err, &self) {
+			t.Errorf("mode %d, another gateway: %v", mode, err)
+		}
 	}
 }

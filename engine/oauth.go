@@ -34,9 +34,6 @@ func (s *supervisor) tokenStore() *oauth.Store {
 // scrubbed when secret), and the authTimeoutMs setting.
 func (s *supervisor) newOAuthHandler(endpoint string) (*oauth.Handler, error) {
 	a := s.cfg.Auth
-	if s.cfg.Transport == cue.TransportSSE && !s.cfg.TransportAuto {
-		return nil, errors.New(`auth: oauth works over Streamable HTTP only, not "transport": "sse"`)
-	}
 	if a.Flow == "device" {
 		return nil, errors.New(`auth: the "device" flow is not supported yet; use "browser" or "auto"`)
 	}

@@ -13,7 +13,9 @@
 // client, and rotates refresh tokens (one presented twice revokes the
 // grant, RFC 9700 §4.14.2), and a revocation endpoint (RFC 7009). The MCP
 // server serves its protected resource metadata (RFC 9728) and one tool,
-// echo, to a bearer of a valid access token.
+// echo, to a bearer of a valid access token, over Streamable HTTP or,
+// with [Options.SSE], the legacy SSE transport (both its stream and the
+// POSTs to its endpoint need the token).
 //
 // Every token and code it issues is remembered, so that a test can check
 // that none reaches an output ([Server.Leaked]).
@@ -47,8 +49,14 @@ import (
 // with dynamic registration, S256 and revocation, whose access tokens
 // live an hour.
 type Options struct {
-	// TTL is how long an access token lives. Zero: an hour.
+	// TTL is how long an access token lives, and the expires_in the
+	// token endpoint answers. Zero: an hour. [Server.SetTTL] changes it
+	// for the tokens issued after.
 	TTL time.Duration
+	// SSE serves the MCP server over the legacy SSE transport of
+	// 2024-11-05 (a GET of MCPURL opens the stream, whose endpoint event
+	// names where to POST) rather than Streamable HTTP.
+	SSE bool
 	// ClientID and ClientSecret are a pre-registered client; an empty
 	// ClientSecret makes it a public one.
 	ClientID, ClientSecret string
@@ -83,12 +91,13 @@ type Server struct {
 	// Authorizes, Exchanges, Refreshes and Revocations count the
 	// requests to the authorization endpoint, the authorization_code
 	// and refresh_token grants, and the tokens revoked at the
-	// revocation endpoint.
-	Authorizes, Exchanges, Refreshes, Revocations atomic.Int32
+	// revocation endpoint. Reuses counts the refresh tokens presented
+	// again after they were rotated (each revokes the grant).
+	Authorizes, Exchanges, Refreshes, Revocations, Reuses atomic.Int32
 
 	opts   Options
 	as     *httptest.Server
-	ttl    time.Duration
+	ttl    atomic.Int64 // time.Duration
 	deny   atomic.Bool
 	junk   atomic.Bool
 	mu     sync.Mutex
@@ -112,10 +121,7 @@ func New(tb testing.TB, opts *Options) *Server {
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.ttl = s.opts.TTL
-	if s.ttl <= 0 {
-		s.ttl = time.Hour
-	}
+	s.SetTTL(s.opts.TTL)
 	as, asURL := serveLoopback(tb)
 	rs, rsURL := serveLoopback(tb)
 	s.as, s.Issuer = as, asURL
@@ -153,8 +159,11 @@ func New(tb testing.TB, opts *Options) *Server {
 	rsMux := http.NewServeMux()
 	rsMux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(
 		&oauthex.ProtectedResourceMetadata{Resource: s.MCPURL, AuthorizationServers: []string{asURL}, ScopesSupported: s.opts.Scopes}))
-	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: s.PRMURL})(
-		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	if s.opts.SSE {
+		mcpHandler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	}
+	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: s.PRMURL})(mcpHandler))
 	rs.Config.Handler = rsMux
 	as.Start()
 	rs.Start()
@@ -175,6 +184,15 @@ func serveLoopback(tb testing.TB) (*httptest.Server, string) {
 		ts.Close()
 	})
 	return ts, "http://" + ln.Addr().String()
+}
+
+// SetTTL sets how long the access tokens issued from now on live (and
+// the expires_in answered); zero or less means an hour.
+func (s *Server) SetTTL(d time.Duration) {
+	if d <= 0 {
+		d = time.Hour
+	}
+	s.ttl.Store(int64(d))
 }
 
 // StopAuthServer stops the authorization server (the MCP server stays):
@@ -385,6 +403,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		if s.used[rt] {
+			s.Reuses.Add(1)
 			clear(s.valid)
 			clear(s.fresh)
 		}
@@ -401,9 +420,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	access, refresh := s.secretLocked("at"), s.secretLocked("rt")
-	s.valid[access] = time.Now().Add(s.ttl)
+	ttl := time.Duration(s.ttl.Load())
+	s.valid[access] = time.Now().Add(ttl)
 	s.fresh[refresh] = g
-	answer := map[string]any{"access_token": access, "token_type": "Bearer", "refresh_token": refresh, "expires_in": int(s.ttl.Seconds())}
+	answer := map[string]any{"access_token": access, "token_type": "Bearer", "refresh_token": refresh, "expires_in": int(ttl.Seconds())}
 	if g.scope != "" {
 		answer["scope"] = g.scope
 	}

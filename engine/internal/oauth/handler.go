@@ -279,6 +279,13 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if hooks.Request != nil {
 		hooks.Request()
 	}
+	if err := h.store.Check(); err != nil {
+		// The token could not be kept: say so before the user is asked.
+		transport.Discard(resp)
+		err = h.scrub.Err(fmt.Errorf("authorization failed: %w", err))
+		h.failed(connecting, err, Failed)
+		return err
+	}
 	if h.opts.Authorize == nil {
 		transport.Discard(resp)
 		err := fmt.Errorf("authorization required for server %s: log in with `voltmcp auth %s`, then call again "+

@@ -71,6 +71,11 @@ type Options struct {
 	NoRevocation bool
 	// Scopes are the protected resource's scopes_supported.
 	Scopes []string
+	// HidePRM hides the protected resource metadata: the MCP server's
+	// 401 does not say where it is, and it is not at a well-known URL
+	// but at PRMURL, /meta/prm, which only a client configured with
+	// resourceMetadataUrl finds.
+	HidePRM bool
 	// AuthorizationEndpoint replaces the authorization endpoint the
 	// metadata names (one a client must refuse, say).
 	AuthorizationEndpoint string
@@ -127,6 +132,10 @@ func New(tb testing.TB, opts *Options) *Server {
 	s.as, s.Issuer = as, asURL
 	s.MCPURL = rsURL + "/mcp"
 	s.PRMURL = rsURL + "/.well-known/oauth-protected-resource/mcp"
+	challengeURL := s.PRMURL
+	if s.opts.HidePRM {
+		s.PRMURL, challengeURL = rsURL+"/meta/prm", ""
+	}
 
 	asMux := http.NewServeMux()
 	asMux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
@@ -157,13 +166,13 @@ func New(tb testing.TB, opts *Options) *Server {
 		return &auth.TokenInfo{Expiration: exp}, nil
 	}
 	rsMux := http.NewServeMux()
-	rsMux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(
+	rsMux.Handle(strings.TrimPrefix(s.PRMURL, rsURL), auth.ProtectedResourceMetadataHandler(
 		&oauthex.ProtectedResourceMetadata{Resource: s.MCPURL, AuthorizationServers: []string{asURL}, ScopesSupported: s.opts.Scopes}))
 	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	if s.opts.SSE {
 		mcpHandler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	}
-	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: s.PRMURL})(mcpHandler))
+	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: challengeURL})(mcpHandler))
 	rs.Config.Handler = rsMux
 	as.Start()
 	rs.Start()

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,5 +75,57 @@ func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
 				t.Errorf("%d authorizations, want 1", calls.Load())
 			}
 		})
+	}
+}
+
+// TestOAuthSSEEndpointOfAnotherOriginGetsNoToken: an SSE server behind
+// OAuth whose endpoint event names another origin gets its POSTs
+// refused before they are sent, so the token it authorized stays on its
+// origin, as a configured header does.
+func TestOAuthSSEEndpointOfAnotherOriginGetsNoToken(t *testing.T) {
+	o := oauthtest.New(t, nil)
+	foreign := newForeignListener(t)
+	sse, sseURL := serveLoopback(t)
+	prm := sseURL + "/.well-known/oauth-protected-resource/sse"
+	var posts atomic.Int32
+	sse.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/.well-known/oauth-protected-resource/sse":
+			writeJSON(w, http.StatusOK, map[string]any{"resource": sseURL + "/sse", "authorization_servers": []string{o.Issuer}})
+		case !o.Valid(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")):
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", prm))
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		case r.Method != http.MethodGet:
+			posts.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: endpoint\ndata: %s\n\n", foreign.url+"/messages?sessionid=1")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	})
+	sse.Start()
+	opts := workspace(t, map[string]server{"o": {"url": sseURL + "/sse", "transport": "sse", "connectTimeoutMs": 10000,
+		"auth": loopbackOK}}, nil)
+	opts.AgentDir = opts.Home + "/.volt/agent"
+	var calls atomic.Int32
+	opts.Authorize = headless(t, &calls)
+	e := start(t, opts)
+	err := e.Connect(testwait.Context(t), "o")
+	if err == nil || !strings.Contains(err.Error(), "server o: refused") || !strings.Contains(err.Error(), "another origin") {
+		t.Errorf("connect: %v", err)
+	}
+	if calls.Load() != 1 || o.Exchanges.Load() != 1 {
+		t.Errorf("%d authorizations, %d code exchanges; want the stream's GET authorized once", calls.Load(), o.Exchanges.Load())
+	}
+	if n := foreign.requests.Load(); n != 0 {
+		t.Errorf("the foreign listener got %d requests", n)
+	}
+	if err != nil && o.Leaked(err.Error()) != "" {
+		t.Errorf("the error shows a token: %v", err)
+	}
+	if posts.Load() != 0 {
+		t.Errorf("the SSE server got %d POSTs", posts.Load())
 	}
 }

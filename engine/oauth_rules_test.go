@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,7 @@ func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
 				return workspace(t, map[string]server{"o": {"url": o.MCPURL, "transport": tr, "connectTimeoutMs": 10000, "auth": auth}}, nil)
 			}
 			opts := cfg(loopbackOK)
-			agent := opts.Home + "/.volt/agent"
+			agent := filepath.Join(opts.Home, ".volt", "agent")
 			opts.AgentDir = agent
 			var calls atomic.Int32
 			opts.Authorize = headless(t, &calls)
@@ -108,7 +109,7 @@ func TestOAuthSSEEndpointOfAnotherOriginGetsNoToken(t *testing.T) {
 	sse.Start()
 	opts := workspace(t, map[string]server{"o": {"url": sseURL + "/sse", "transport": "sse", "connectTimeoutMs": 10000,
 		"auth": loopbackOK}}, nil)
-	opts.AgentDir = opts.Home + "/.volt/agent"
+	opts.AgentDir = filepath.Join(opts.Home, ".volt", "agent")
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -119,9 +118,6 @@ func (s *supervisor) tokenStore() *oauth.Store {
 // scrubbed when secret), and the authTimeoutMs setting.
 func (s *supervisor) newOAuthHandler(endpoint string) (*oauth.Handler, error) {
 	a := s.cfg.Auth
-	if s.cfg.Transport == cue.TransportSSE && !s.cfg.TransportAuto {
-		return nil, errors.New(`auth: oauth works over Streamable HTTP only, not "transport": "sse"`)
-	}
 	flow, err := s.oauthFlow()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/internal/oauthtest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
@@ -18,9 +19,9 @@ import (
 // serialized by the token file's lock, each gateway uses the token the
 // other stored, and the grant survives.
 func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
-	f := newOAuthFixture(t, 5*time.Second)
+	f := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
 	var log bytes.Buffer
-	opts := oauthWorkspace(t, f.mcpURL, &log)
+	opts := oauthWorkspace(t, f.MCPURL, &log)
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	ctx := testwait.Context(t)
@@ -52,13 +53,13 @@ func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
 			t.Errorf("gateway %d: %v", i, err)
 		}
 	}
-	if n := f.revokes.Load(); n != 0 {
+	if n := f.Reuses.Load(); n != 0 {
 		t.Errorf("the authorization server saw a refresh token twice %d times and revoked the grant", n)
 	}
-	if f.refreshes.Load() == 0 || calls.Load() != 1 {
-		t.Errorf("refreshes %d, authorizations %d", f.refreshes.Load(), calls.Load())
+	if f.Refreshes.Load() == 0 || calls.Load() != 1 {
+		t.Errorf("refreshes %d, authorizations %d", f.Refreshes.Load(), calls.Load())
 	}
-	if s := f.leaked(log.String()); s != "" {
+	if s := f.Leaked(log.String()); s != "" {
 		t.Errorf("log shows %s", s)
 	}
 }

@@ -3,10 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,161 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
+	"github.com/voltmcp/voltmcp/internal/oauthtest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
-
-// oauthFixture is an OAuth authorization server and an MCP server that
-// accepts only its tokens, both on loopback. The authorization endpoint
-// redirects at once, as if the user had approved.
-type oauthFixture struct {
-	mcpURL     string
-	asURL      string // the authorization server, the issuer
-	prmURL     string // the protected resource metadata
-	ttl        time.Duration
-	authorizes atomic.Int32 // requests to the authorization endpoint
-	refreshes  atomic.Int32 // refresh_token grants
-	revokes    atomic.Int32 // grants revoked for a refresh token presented twice
-
-	mu        sync.Mutex
-	challenge map[string]string    // code → PKCE challenge
-	valid     map[string]time.Time // access token → expiry
-	refresh   map[string]bool      // refresh tokens issued
-	used      map[string]bool      // refresh tokens presented once (they rotate)
-	secrets   []string             // every token and code issued
-}
-
-// newOAuthFixture starts the servers; they stop when the test ends. Access
-// tokens live for ttl. With hidePRM, the server's 401 does not say where its protected
-// resource metadata is, and it is not at a well-known URL either: only a
-// client configured with resourceMetadataUrl finds it.
-func newOAuthFixture(t *testing.T, ttl time.Duration, hidePRM ...bool) *oauthFixture {
-	t.Helper()
-	hide := len(hidePRM) > 0 && hidePRM[0]
-	f := &oauthFixture{ttl: ttl, challenge: map[string]string{}, valid: map[string]time.Time{}, refresh: map[string]bool{}, used: map[string]bool{}}
-	as, asURL := serveLoopback(t)
-	rs, rsURL := serveLoopback(t)
-	f.asURL = asURL
-
-	asMux := http.NewServeMux()
-	asMux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{
-			"issuer": asURL, "authorization_endpoint": asURL + "/authorize", "token_endpoint": asURL + "/token",
-			"registration_endpoint": asURL + "/register", "response_types_supported": []string{"code"},
-			"grant_types_supported":            []string{"authorization_code", "refresh_token"},
-			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
-		})
-	})
-	asMux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
-		var meta oauthex.ClientRegistrationMetadata
-		_ = json.NewDecoder(r.Body).Decode(&meta)
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "client-1", "redirect_uris": meta.RedirectURIs,
-			"token_endpoint_auth_method": "none"})
-	})
-	asMux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
-		f.authorizes.Add(1)
-		q := r.URL.Query()
-		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("client_id") != "client-1" {
-			http.Error(w, "bad authorization request", http.StatusBadRequest)
-			return
-		}
-		code := f.secret("code")
-		f.mu.Lock()
-		f.challenge[code] = q.Get("code_challenge")
-		f.mu.Unlock()
-		back, err := url.Parse(q.Get("redirect_uri"))
-		if err != nil {
-			http.Error(w, "bad redirect_uri", http.StatusBadRequest)
-			return
-		}
-		v := back.Query()
-		v.Set("code", code)
-		v.Set("state", q.Get("state"))
-		back.RawQuery = v.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
-	})
-	asMux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		switch r.PostForm.Get("grant_type") {
-		case "authorization_code":
-			want, ok := f.challenge[r.PostForm.Get("code")]
-			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != want {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
-				return
-			}
-			delete(f.challenge, r.PostForm.Get("code"))
-		case "refresh_token":
-			// Refresh tokens rotate, and one presented a second time
-			// revokes every token of the grant, as RFC 9700 (4.14.2)
-			// advises.
-			rt := r.PostForm.Get("refresh_token")
-			if f.used[rt] {
-				clear(f.valid)
-				clear(f.refresh)
-				f.revokes.Add(1)
-			}
-			if !f.refresh[rt] {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
-				return
-			}
-			f.used[rt] = true
-			delete(f.refresh, rt)
-			f.refreshes.Add(1)
-		default:
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
-			return
-		}
-		access, refresh := f.secretLocked("at"), f.secretLocked("rt")
-		f.valid[access] = time.Now().Add(f.ttl)
-		f.refresh[refresh] = true
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer",
-			"refresh_token": refresh, "expires_in": int(f.ttl.Seconds())})
-	})
-	as.Config.Handler = asMux
-
-	server := mcp.NewServer(&mcp.Implementation{Name: "oauth-test", Version: "1"}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-		Text string `json:"text"`
-	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
-	t.Cleanup(func() {
-		for ss := range server.Sessions() {
-			_ = ss.Close()
-		}
-	})
-	f.mcpURL = rsURL + "/mcp"
-	f.prmURL = rsURL + "/.well-known/oauth-protected-resource/mcp"
-	challengeURL := f.prmURL
-	if hide {
-		f.prmURL, challengeURL = rsURL+"/meta/prm", ""
-	}
-	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		exp, ok := f.valid[tok]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{Expiration: exp}, nil
-	}
-	rsMux := http.NewServeMux()
-	rsMux.Handle(strings.TrimPrefix(f.prmURL, rsURL), auth.ProtectedResourceMetadataHandler(
-		&oauthex.ProtectedResourceMetadata{Resource: f.mcpURL, AuthorizationServers: []string{asURL}}))
-	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: challengeURL})(
-		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
-	rs.Config.Handler = rsMux
-	as.Start()
-	rs.Start()
-	return f
-}
 
 // serveLoopback returns an unstarted server on 127.0.0.1, which the test
 // closes with its connections when it ends, and its URL (the handlers
@@ -200,33 +45,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// secret returns a new random token value and remembers it.
-func (f *oauthFixture) secret(prefix string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.secretLocked(prefix)
-}
-
-func (f *oauthFixture) secretLocked(prefix string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	s := prefix + "_" + hex.EncodeToString(b[:])
-	f.secrets = append(f.secrets, s)
-	return s
-}
-
-// leaked returns the first issued secret that text holds.
-func (f *oauthFixture) leaked(text string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, s := range f.secrets {
-		if strings.Contains(text, s) {
-			return s
-		}
-	}
-	return ""
 }
 
 // headless is an Options.Authorize that follows the authorization URL's
@@ -291,9 +109,9 @@ func drain(ch <-chan Event) []Event {
 }
 
 func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour)
+	f := oauthtest.New(t, nil)
 	var log bytes.Buffer
-	opts := oauthWorkspace(t, f.mcpURL, &log)
+	opts := oauthWorkspace(t, f.MCPURL, &log)
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)
@@ -305,8 +123,8 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text(res) != "hi" || calls.Load() != 1 || f.authorizes.Load() != 1 {
-		t.Fatalf("echo %q after %d authorizations (%d at the server)", text(res), calls.Load(), f.authorizes.Load())
+	if text(res) != "hi" || calls.Load() != 1 || f.Authorizes.Load() != 1 {
+		t.Fatalf("echo %q after %d authorizations (%d at the server)", text(res), calls.Load(), f.Authorizes.Load())
 	}
 	var statuses []Status
 	var authEvents []string
@@ -339,7 +157,7 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 		t.Errorf("token dir mode %v, want 0700", dir.Mode().Perm())
 	}
 	data, _ := os.ReadFile(path)
-	if f.leaked(string(data)) == "" {
+	if f.Leaked(string(data)) == "" {
 		t.Error("the token file holds no token")
 	}
 
@@ -349,7 +167,7 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 		sums, _ := json.Marshal(e.Servers())
 		evJSON, _ := json.Marshal(evs)
 		for name, text := range map[string]string{"summaries": string(sums), "events": string(evJSON), "log": log.String()} {
-			if s := f.leaked(text); s != "" {
+			if s := f.Leaked(text); s != "" {
 				t.Errorf("%s: %s show %s", what, name, s)
 			}
 		}
@@ -368,17 +186,17 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 	if res, err := e2.CallTool(ctx, "o", "echo", map[string]any{"text": "again"}); err != nil || text(res) != "again" {
 		t.Fatalf("second engine: %v", err)
 	}
-	if f.authorizes.Load() != 1 {
-		t.Errorf("%d authorizations at the server, want 1", f.authorizes.Load())
+	if f.Authorizes.Load() != 1 {
+		t.Errorf("%d authorizations at the server, want 1", f.Authorizes.Load())
 	}
 	checkNoLeak("second engine", e2, drain(events2))
 }
 
 func TestOAuthRefreshesStoredToken(t *testing.T) {
 	// Tokens that expire within oauth2's 10 s margin are refreshed at once.
-	f := newOAuthFixture(t, 5*time.Second)
+	f := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
 	var log bytes.Buffer
-	opts := oauthWorkspace(t, f.mcpURL, &log)
+	opts := oauthWorkspace(t, f.MCPURL, &log)
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)
@@ -389,7 +207,7 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 	e.Close()
 	path := filepath.Join(opts.AgentDir, "mcp", "auth", "o.json")
 	before, _ := os.ReadFile(path)
-	refreshes := f.refreshes.Load()
+	refreshes := f.Refreshes.Load()
 
 	opts.Authorize = nil
 	e2 := start(t, opts)
@@ -397,20 +215,17 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(path)
-	if f.refreshes.Load() == refreshes || bytes.Equal(before, after) || calls.Load() != 1 {
-		t.Errorf("refreshes %d → %d, file changed %v, authorizations %d", refreshes, f.refreshes.Load(), !bytes.Equal(before, after), calls.Load())
+	if f.Refreshes.Load() == refreshes || bytes.Equal(before, after) || calls.Load() != 1 {
+		t.Errorf("refreshes %d → %d, file changed %v, authorizations %d", refreshes, f.Refreshes.Load(), !bytes.Equal(before, after), calls.Load())
 	}
-	if s := f.leaked(log.String()); s != "" {
+	if s := f.Leaked(log.String()); s != "" {
 		t.Errorf("log shows %s", s)
 	}
 	e2.Close()
 
 	// The authorization server forgets every grant: the refresh fails, and
 	// the server needs a new authorization instead of failing outright.
-	f.mu.Lock()
-	clear(f.refresh)
-	clear(f.valid)
-	f.mu.Unlock()
+	f.ForgetGrants()
 	e3 := start(t, opts)
 	if err := e3.Connect(ctx, "o"); err == nil || !strings.Contains(err.Error(), "authorization required") {
 		t.Errorf("after a failed refresh: %v", err)
@@ -424,15 +239,15 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 	if err := e4.Connect(ctx, "o"); err != nil || calls.Load() != 2 {
 		t.Errorf("new authorization after a failed refresh: %v (%d authorizations)", err, calls.Load())
 	}
-	if s := f.leaked(log.String()); s != "" {
+	if s := f.Leaked(log.String()); s != "" {
 		t.Errorf("log shows %s", s)
 	}
 }
 
 func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour)
+	f := oauthtest.New(t, nil)
 	var log bytes.Buffer
-	opts := oauthWorkspace(t, f.mcpURL, &log)
+	opts := oauthWorkspace(t, f.MCPURL, &log)
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)
 	defer stop()
@@ -450,7 +265,7 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 	if s.Status != StatusNeedsAuth || !strings.HasPrefix(s.LastError, "authorization required for server o: log in with `voltmcp auth o`") {
 		t.Errorf("status %s, last error %q", s.Status, s.LastError)
 	}
-	if f.authorizes.Load() != 0 {
+	if f.Authorizes.Load() != 0 {
 		t.Error("the authorization endpoint was visited")
 	}
 	var update *Event
@@ -472,9 +287,9 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 }
 
 func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour)
+	f := oauthtest.New(t, nil)
 	var log bytes.Buffer
-	opts := oauthWorkspace(t, f.mcpURL, &log)
+	opts := oauthWorkspace(t, f.MCPURL, &log)
 	var calls atomic.Int32
 	opts.Authorize = headless(t, &calls)
 	e := start(t, opts)
@@ -485,7 +300,7 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 	e.Close()
 
 	// The same server under another URL (a query the server ignores).
-	other := oauthWorkspace(t, f.mcpURL+"?v=2", &log)
+	other := oauthWorkspace(t, f.MCPURL+"?v=2", &log)
 	other.AgentDir = opts.AgentDir
 	e2 := start(t, other)
 	if err := e2.Connect(ctx, "o"); err == nil || !strings.Contains(err.Error(), "authorization required") {
@@ -506,9 +321,9 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 }
 
 func TestOAuthTimeouts(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour)
+	f := oauthtest.New(t, nil)
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.mcpURL, "transport": "streamable-http", "connectTimeoutMs": 300, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
+		"o": {"url": f.MCPURL, "transport": "streamable-http", "connectTimeoutMs": 300, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, map[string]any{"authTimeoutMs": 1000})
 	var calls atomic.Int32
 	slow := headless(t, &calls)
@@ -555,13 +370,13 @@ func TestOAuthTimeouts(t *testing.T) {
 }
 
 func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour, true)
 	const secret = "client_secret_0123456789"
+	f := oauthtest.New(t, &oauthtest.Options{ClientID: "client-1", ClientSecret: secret, HidePRM: true})
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{
-			"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "issuer": f.asURL,
-			"resourceMetadataUrl": f.prmURL, "scope": "notes:read notes:write", "allowInsecureLoopback": true}},
-		"plain": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
+		"o": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{
+			"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "issuer": f.Issuer,
+			"resourceMetadataUrl": f.PRMURL, "scope": "notes:read notes:write", "allowInsecureLoopback": true}},
+		"plain": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, nil)
 	host := opts.LookupEnv
 	opts.LookupEnv = func(k string) (string, bool) {
@@ -605,9 +420,9 @@ func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
 }
 
 func TestOAuthRefusedAuthorizationIsAClearError(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour)
+	f := oauthtest.New(t, nil)
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
+		"o": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
 	}, nil)
 	opts.Authorize = func(ctx context.Context, server, authURL string) (string, error) {
 		return "http://127.0.0.1:1/callback?error=access_denied&error_description=the+user+said+no", nil

@@ -24,6 +24,10 @@ const oauthCanary = "issued_secret_7c1d9e0f3a5b"
 // an authorization server, on loopback, whose answers a test shapes.
 type hostileAuth struct {
 	mcpURL, asURL string
+	// transport is the server's "transport"; empty: streamable-http.
+	// The MCP server answers 401 to any method, so that over "sse" the
+	// stream's GET starts the authorization.
+	transport string
 	// Counts of requests per path, at either server.
 	hits map[string]*atomic.Int32
 }
@@ -136,8 +140,12 @@ func connectHostile(t *testing.T, h *hostileAuth, authCfg map[string]any) (error
 func connectHostileEnv(t *testing.T, h *hostileAuth, authCfg map[string]any, env map[string]string) (error, string) {
 	t.Helper()
 	var log bytes.Buffer
+	tr := h.transport
+	if tr == "" {
+		tr = "streamable-http"
+	}
 	opts := workspace(t, map[string]server{
-		"o": {"url": h.mcpURL, "transport": "streamable-http", "connectTimeoutMs": 10000, "auth": authCfg},
+		"o": {"url": h.mcpURL, "transport": tr, "connectTimeoutMs": 10000, "auth": authCfg},
 	}, nil)
 	host := opts.LookupEnv
 	opts.LookupEnv = func(k string) (string, bool) {
@@ -161,6 +169,10 @@ func connectHostileEnv(t *testing.T, h *hostileAuth, authCfg map[string]any, env
 }
 
 var loopbackOK = map[string]any{"type": "oauth", "allowInsecureLoopback": true}
+
+// oauthTransports are the transports OAuth runs over: each rule of
+// discovery is tested over both.
+var oauthTransports = []string{"streamable-http", "sse"}
 
 // TestOAuthRefusesURLsTheServerNames: a resource_metadata or
 // authorization server URL that is not https (or plain http to loopback
@@ -225,22 +237,25 @@ func TestOAuthRefusesURLsTheServerNames(t *testing.T) {
 			`authorization_endpoint is not an https URL`},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHostileAuth(t, tc.shape)
-			err, shown := connectHostile(t, h, tc.auth)
-			if err == nil {
-				t.Fatal("connected")
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "server o: oauth: ") {
-				t.Errorf("error does not name the refusal %q:\n%v", tc.want, err)
-			}
-			if strings.Contains(shown, oauthCanary) {
-				t.Errorf("the canary shows:\n%s", shown)
-			}
-			if n := h.hits["/authorize"].Load() + h.hits["/register"].Load() + h.hits["/token"].Load(); n != 0 {
-				t.Errorf("%d requests reached the authorization flow", n)
-			}
-		})
+		for _, tr := range oauthTransports {
+			t.Run(tc.name+"/"+tr, func(t *testing.T) {
+				h := newHostileAuth(t, tc.shape)
+				h.transport = tr
+				err, shown := connectHostile(t, h, tc.auth)
+				if err == nil {
+					t.Fatal("connected")
+				}
+				if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "server o: oauth: ") {
+					t.Errorf("error does not name the refusal %q:\n%v", tc.want, err)
+				}
+				if strings.Contains(shown, oauthCanary) {
+					t.Errorf("the canary shows:\n%s", shown)
+				}
+				if n := h.hits["/authorize"].Load() + h.hits["/register"].Load() + h.hits["/token"].Load(); n != 0 {
+					t.Errorf("%d requests reached the authorization flow", n)
+				}
+			})
+		}
 	}
 	if n := foreign.requests.Load(); n != 0 {
 		t.Errorf("the foreign listener got %d requests", n)
@@ -250,7 +265,7 @@ func TestOAuthRefusesURLsTheServerNames(t *testing.T) {
 // TestOAuthRequiresS256: an authorization server that does not list S256
 // is refused before registration or authorization.
 func TestOAuthRequiresS256(t *testing.T) {
-	for name, methods := range map[string]any{"plain only": []string{"plain"}, "missing": nil, "not a list": "S256"} {
+	for name, methods := range map[string]any{"plain only": []string{"plain"}, "missing": nil, "not a list": "S256", "sse": []string{"plain"}} {
 		t.Run(name, func(t *testing.T) {
 			h := newHostileAuth(t, hostileShape{asMeta: func(as string, m map[string]any) {
 				if methods == nil {
@@ -259,6 +274,9 @@ func TestOAuthRequiresS256(t *testing.T) {
 					m["code_challenge_methods_supported"] = methods
 				}
 			}})
+			if name == "sse" {
+				h.transport = "sse"
+			}
 			err, _ := connectHostile(t, h, loopbackOK)
 			if err == nil || !strings.Contains(err.Error(), "code_challenge_methods_supported") {
 				t.Fatalf("err = %v", err)
@@ -316,9 +334,14 @@ func TestOAuthRegistrationAnswersAreChecked(t *testing.T) {
 		"a 500": {raw(http.StatusInternalServerError, `<html>`+oauthCanary+`</html>`),
 			"answered 500"},
 	}
+	cases["another redirect over sse"] = cases["another redirect"]
+	cases["long client_secret over sse"] = cases["long client_secret"]
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			h := newHostileAuth(t, hostileShape{register: tc.register})
+			if strings.HasSuffix(name, " over sse") {
+				h.transport = "sse"
+			}
 			err, shown := connectHostile(t, h, loopbackOK)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)

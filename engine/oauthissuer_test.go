@@ -18,6 +18,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
+	"github.com/voltmcp/voltmcp/internal/oauthtest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
@@ -177,7 +178,7 @@ func TestOAuthClientSecretStaysWithItsIssuer(t *testing.T) {
 // pre-registered client authorizes; without it, the same config is
 // refused before any request for that server's metadata.
 func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
-	f := newOAuthFixture(t, time.Hour)
+	f := oauthtest.New(t, &oauthtest.Options{ClientID: "client-1", ClientSecret: clientSecretCanary})
 	authCfg := func(issuer string) map[string]any {
 		a := map[string]any{"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "allowInsecureLoopback": true}
 		if issuer != "" {
@@ -186,9 +187,9 @@ func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
 		return a
 	}
 	opts := workspace(t, map[string]server{
-		"bound":    {"url": f.mcpURL, "transport": "streamable-http", "auth": authCfg(f.asURL + "/")},
-		"unbound":  {"url": f.mcpURL, "transport": "streamable-http", "auth": authCfg("")},
-		"mismatch": {"url": f.mcpURL, "transport": "streamable-http", "auth": authCfg("http://127.0.0.1:1")},
+		"bound":    {"url": f.MCPURL, "transport": "streamable-http", "auth": authCfg(f.Issuer + "/")},
+		"unbound":  {"url": f.MCPURL, "transport": "streamable-http", "auth": authCfg("")},
+		"mismatch": {"url": f.MCPURL, "transport": "streamable-http", "auth": authCfg("http://127.0.0.1:1")},
 	}, nil)
 	host := opts.LookupEnv
 	opts.LookupEnv = func(k string) (string, bool) {
@@ -204,12 +205,12 @@ func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
 	if err := e.Connect(ctx, "bound"); err != nil {
 		t.Fatalf("with auth.issuer: %v", err)
 	}
-	if n := f.authorizes.Load(); n != 1 {
+	if n := f.Authorizes.Load(); n != 1 {
 		t.Errorf("%d authorizations, want 1", n)
 	}
 	// The stored token names its issuer, and a new engine uses it.
 	data, err := os.ReadFile(filepath.Join(e.opts.AgentDir, "mcp", "auth", "bound.json"))
-	if err != nil || !strings.Contains(string(data), `"issuer": "`+f.asURL+`"`) || strings.Contains(string(data), clientSecretCanary) {
+	if err != nil || !strings.Contains(string(data), `"issuer": "`+f.Issuer+`"`) || strings.Contains(string(data), clientSecretCanary) {
 		t.Errorf("token file (%v): %s", err, data)
 	}
 	reuse := opts
@@ -224,7 +225,7 @@ func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
 			t.Errorf("%s: %v, want %q", id, err, want)
 		}
 	}
-	if n := f.authorizes.Load(); n != 1 {
+	if n := f.Authorizes.Load(); n != 1 {
 		t.Errorf("%d authorizations after the refusals, want 1", n)
 	}
 }
@@ -273,10 +274,10 @@ func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
 		"no issuer":      func(string) string { return "" },
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newOAuthFixture(t, time.Hour)
+			f := oauthtest.New(t, &oauthtest.Options{ClientID: "client-1", ClientSecret: clientSecretCanary})
 			evil := newHarvestingAS(t)
-			opts := workspace(t, map[string]server{"o": {"url": f.mcpURL, "transport": "streamable-http", "auth": map[string]any{
-				"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "issuer": f.asURL,
+			opts := workspace(t, map[string]server{"o": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{
+				"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "issuer": f.Issuer,
 				"allowInsecureLoopback": true}}}, nil)
 			host := opts.LookupEnv
 			opts.LookupEnv = func(k string) (string, bool) {
@@ -292,7 +293,7 @@ func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			file := oauth.File{Format: oauth.Format, Server: "o", URL: f.mcpURL, URLHash: oauth.URLHash(f.mcpURL), ClientID: "client-1",
+			file := oauth.File{Format: oauth.Format, Server: "o", URL: f.MCPURL, URLHash: oauth.URLHash(f.MCPURL), ClientID: "client-1",
 				Issuer: stored(evil.url), TokenURL: evil.url + "/token", AuthStyle: int(oauth2.AuthStyleInParams),
 				Token:   &oauth2.Token{AccessToken: "stale", RefreshToken: "rt-stale", Expiry: time.Now().Add(-time.Hour)},
 				SavedAt: time.Now().Add(-2 * time.Hour)}

@@ -39,7 +39,7 @@ port: ssh -L PORT:127.0.0.1:PORT).
 On success it prints that SERVER is authenticated (the scopes asked for,
 the expiry) and keeps the tokens in <agent-dir>/mcp/auth/SERVER.json
 (0600), where 'voltmcp call', 'voltmcp serve' and the rest find them and
-refresh them. A server that is authenticated already is not asked again:
+refresh them a minute before they expire (one process at a time). A server that is authenticated already is not asked again:
 'voltmcp logout SERVER' first to log in anew. No token, code or client
 secret is ever printed.
 

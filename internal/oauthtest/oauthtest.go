@@ -20,7 +20,9 @@
 // slow_down and expired_token; the polls it sees are recorded
 // ([Server.DevicePolls]). The MCP
 // server serves its protected resource metadata (RFC 9728) and one tool,
-// echo, to a bearer of a valid access token.
+// echo, to a bearer of a valid access token, over Streamable HTTP or,
+// with [Options.SSE], the legacy SSE transport (both its stream and the
+// POSTs to its endpoint need the token).
 //
 // Every token and code it issues is remembered, so that a test can check
 // that none reaches an output ([Server.Leaked]).
@@ -54,8 +56,14 @@ import (
 // with dynamic registration, S256 and revocation, whose access tokens
 // live an hour.
 type Options struct {
-	// TTL is how long an access token lives. Zero: an hour.
+	// TTL is how long an access token lives, and the expires_in the
+	// token endpoint answers. Zero: an hour. [Server.SetTTL] changes it
+	// for the tokens issued after.
 	TTL time.Duration
+	// SSE serves the MCP server over the legacy SSE transport of
+	// 2024-11-05 (a GET of MCPURL opens the stream, whose endpoint event
+	// names where to POST) rather than Streamable HTTP.
+	SSE bool
 	// ClientID and ClientSecret are a pre-registered client; an empty
 	// ClientSecret makes it a public one.
 	ClientID, ClientSecret string
@@ -70,6 +78,11 @@ type Options struct {
 	NoRevocation bool
 	// Scopes are the protected resource's scopes_supported.
 	Scopes []string
+	// HidePRM hides the protected resource metadata: the MCP server's
+	// 401 does not say where it is, and it is not at a well-known URL
+	// but at PRMURL, /meta/prm, which only a client configured with
+	// resourceMetadataUrl finds.
+	HidePRM bool
 	// AuthorizationEndpoint replaces the authorization endpoint the
 	// metadata names (one a client must refuse, say).
 	AuthorizationEndpoint string
@@ -130,12 +143,13 @@ type Server struct {
 	// requests to the authorization endpoint, the authorization_code
 	// and refresh_token grants, and the tokens revoked at the
 	// revocation endpoint; DeviceGrants the device_code grants that
-	// issued a token.
-	Authorizes, Exchanges, Refreshes, Revocations, DeviceGrants atomic.Int32
+	// issued a token. Reuses counts the refresh tokens presented again
+	// after they were rotated (each revokes the grant).
+	Authorizes, Exchanges, Refreshes, Revocations, DeviceGrants, Reuses atomic.Int32
 
 	opts   Options
 	as     *httptest.Server
-	ttl    time.Duration
+	ttl    atomic.Int64 // time.Duration
 	deny   atomic.Bool
 	junk   atomic.Bool
 	mu     sync.Mutex
@@ -165,15 +179,16 @@ func New(tb testing.TB, opts *Options) *Server {
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.ttl = s.opts.TTL
-	if s.ttl <= 0 {
-		s.ttl = time.Hour
-	}
+	s.SetTTL(s.opts.TTL)
 	as, asURL := serveLoopback(tb)
 	rs, rsURL := serveLoopback(tb)
 	s.as, s.Issuer = as, asURL
 	s.MCPURL = rsURL + "/mcp"
 	s.PRMURL = rsURL + "/.well-known/oauth-protected-resource/mcp"
+	challengeURL := s.PRMURL
+	if s.opts.HidePRM {
+		s.PRMURL, challengeURL = rsURL+"/meta/prm", ""
+	}
 
 	asMux := http.NewServeMux()
 	asMux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
@@ -206,10 +221,13 @@ func New(tb testing.TB, opts *Options) *Server {
 		return &auth.TokenInfo{Expiration: exp}, nil
 	}
 	rsMux := http.NewServeMux()
-	rsMux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(
+	rsMux.Handle(strings.TrimPrefix(s.PRMURL, rsURL), auth.ProtectedResourceMetadataHandler(
 		&oauthex.ProtectedResourceMetadata{Resource: s.MCPURL, AuthorizationServers: []string{asURL}, ScopesSupported: s.opts.Scopes}))
-	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: s.PRMURL})(
-		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	if s.opts.SSE {
+		mcpHandler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	}
+	rsMux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: challengeURL})(mcpHandler))
 	rs.Config.Handler = rsMux
 	as.Start()
 	rs.Start()
@@ -230,6 +248,15 @@ func serveLoopback(tb testing.TB) (*httptest.Server, string) {
 		ts.Close()
 	})
 	return ts, "http://" + ln.Addr().String()
+}
+
+// SetTTL sets how long the access tokens issued from now on live (and
+// the expires_in answered); zero or less means an hour.
+func (s *Server) SetTTL(d time.Duration) {
+	if d <= 0 {
+		d = time.Hour
+	}
+	s.ttl.Store(int64(d))
 }
 
 // StopAuthServer stops the authorization server (the MCP server stays):
@@ -444,6 +471,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		if s.used[rt] {
+			s.Reuses.Add(1)
 			clear(s.valid)
 			clear(s.fresh)
 		}
@@ -496,9 +524,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	access, refresh := s.secretLocked("at"), s.secretLocked("rt")
-	s.valid[access] = time.Now().Add(s.ttl)
+	ttl := time.Duration(s.ttl.Load())
+	s.valid[access] = time.Now().Add(ttl)
 	s.fresh[refresh] = g
-	answer := map[string]any{"access_token": access, "token_type": "Bearer", "refresh_token": refresh, "expires_in": int(s.ttl.Seconds())}
+	answer := map[string]any{"access_token": access, "token_type": "Bearer", "refresh_token": refresh, "expires_in": int(ttl.Seconds())}
 	if g.scope != "" {
 		answer["scope"] = g.scope
 	}

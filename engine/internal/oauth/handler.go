@@ -310,6 +310,13 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if hooks.Request != nil {
 		hooks.Request()
 	}
+	if err := h.store.Check(); err != nil {
+		// The token could not be kept: say so before the user is asked.
+		transport.Discard(resp)
+		err = h.scrub.Err(fmt.Errorf("authorization failed: %w", err))
+		h.failed(connecting, err, Failed)
+		return err
+	}
 	var why string
 	switch {
 	case !h.canAsk():

@@ -15,8 +15,24 @@ var ErrNeedsGrant = &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescr
 // lockTimeout bounds the wait for another process's refresh.
 const lockTimeout = time.Minute
 
-// TokenSource hands out a server's token, refreshing it when it expires,
-// and stores every new one in its [Store]. After a failed refresh it
+// RefreshMargin is how long before its expiry a token is refreshed: a
+// token that expires within it is not sent, so that it cannot expire
+// on its way (a slow network, a request queued behind others) or by the
+// clock of a resource server a little ahead of the gateway's. oauth2's
+// own margin, 10 s, covers little of either; a minute does, and still
+// uses a token of a few minutes (which some providers issue) for most of
+// its life. A token that lives less than the margin is refreshed at each
+// use.
+const RefreshMargin = time.Minute
+
+// due reports whether tok must be refreshed before it is sent: it has
+// no access token, or it expires within [RefreshMargin].
+func due(tok *oauth2.Token) bool {
+	return tok == nil || tok.AccessToken == "" || !tok.Expiry.IsZero() && time.Until(tok.Expiry) < RefreshMargin
+}
+
+// TokenSource hands out a server's token, refreshing it [RefreshMargin]
+// before it expires, and stores every new one in its [Store]. After a failed refresh it
 // answers [ErrNeedsGrant]: the request goes without a token, and the
 // server's 401 starts a new authorization rather than every request
 // failing.
@@ -27,7 +43,9 @@ const lockTimeout = time.Minute
 // file holds a token other than the one this source has), takes that
 // token rather than presenting a refresh token that was already used,
 // which an authorization server that rotates refresh tokens answers by
-// revoking the whole grant.
+// revoking the whole grant. The refresh token a refresh answers replaces
+// the old one in the same atomic write as the access token (one that
+// answers none keeps the old one, RFC 6749 section 6).
 //
 // Make one with [Store.Load] or [Store.NewTokenSource]; it is safe for
 // concurrent use.
@@ -62,7 +80,7 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 	if t.dead {
 		return nil, ErrNeedsGrant
 	}
-	if t.tok.Valid() && t.tok.AccessToken == t.last {
+	if !due(t.tok) && t.tok.AccessToken == t.last {
 		return t.tok, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
@@ -73,7 +91,7 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 		return nil, err
 	}
 	defer unlock()
-	if !t.tok.Valid() {
+	if due(t.tok) {
 		// Another gateway may have refreshed while this one waited: its
 		// token, newer and for the same URL and client, replaces this one.
 		if tf := s.Read(); tf != nil && tf.SavedAt.After(t.at) && tf.URLHash == t.file.URLHash &&
@@ -82,12 +100,22 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 			t.tok, t.last, t.at = tf.Token, tf.Token.AccessToken, tf.SavedAt
 		}
 	}
-	if t.tok.Valid() && t.tok.AccessToken == t.last {
+	if !due(t.tok) && t.tok.AccessToken == t.last {
 		return t.tok, nil
 	}
 	tok := t.tok
-	if !tok.Valid() {
-		if tok, err = t.cfg.TokenSource(t.ctx, tok).Token(); err != nil {
+	switch {
+	case !due(tok):
+	case tok.RefreshToken == "" && tok.Valid():
+		// Nothing to refresh it with: it serves until it expires.
+		if tok.AccessToken == t.last {
+			return tok, nil
+		}
+	default:
+		// Only the refresh token: oauth2 would hand back an access token
+		// that is still valid by its own 10 s margin instead of
+		// refreshing it.
+		if tok, err = t.cfg.TokenSource(t.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err != nil {
 			t.dead = true
 			s.log.Warn("oauth token refresh failed; the server will need a new authorization", "err", s.scrub.Err(err))
 			return nil, ErrNeedsGrant

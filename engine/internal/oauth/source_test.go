@@ -216,3 +216,49 @@ func TestTokenSourceRefreshesSerialized(t *testing.T) {
 		t.Errorf("%d refreshes, %d revokes", as.refreshes.Load(), as.revokes.Load())
 	}
 }
+
+func TestTokenSourceRefreshesWithinTheMargin(t *testing.T) {
+	for name, tc := range map[string]struct {
+		left    time.Duration // until the stored token expires
+		refresh bool
+	}{
+		"inside the margin":  {RefreshMargin / 2, true},
+		"outside the margin": {2 * RefreshMargin, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			as := newRotatingAS(t, 3600)
+			s, _, _ := newTestStore(t)
+			f := expiredFile(as)
+			f.Token.Expiry = time.Now().Add(tc.left)
+			if err := s.Save(f); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := s.Load(testURL, http.DefaultClient, "client-1", "", &oauthguard.Policy{}).Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refreshed := tok.AccessToken == "access-token-r1"; refreshed != tc.refresh || as.refreshes.Load() != map[bool]int32{true: 1}[tc.refresh] {
+				t.Errorf("token %s, %d refreshes; want a refresh: %v", tok.AccessToken, as.refreshes.Load(), tc.refresh)
+			}
+			if got := s.Read(); tc.refresh && (got == nil || got.Token.RefreshToken != "refresh-token-r1") {
+				t.Errorf("the rotated refresh token is not stored: %+v", got)
+			}
+		})
+	}
+}
+
+func TestTokenSourceWithoutRefreshTokenServesUntilExpiry(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	f := validFile()
+	f.Token.RefreshToken = ""
+	f.Token.Expiry = time.Now().Add(RefreshMargin / 2)
+	if err := s.Save(f); err != nil {
+		t.Fatal(err)
+	}
+	ts := s.Load(testURL, http.DefaultClient, "client-1", "", &oauthguard.Policy{})
+	for range 2 {
+		if tok, err := ts.Token(); err != nil || tok.AccessToken != "access-token-1" {
+			t.Fatalf("Token = %v, %v", tok, err)
+		}
+	}
+}

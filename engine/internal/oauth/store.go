@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -27,6 +28,12 @@ const Format = 1
 
 // maxFile is the size cap of a token file.
 const maxFile = 1 << 20
+
+// ErrSymlink is matched (with [errors.Is]) by the error of a token file,
+// or of the directory that holds it, that is a symbolic link: the store
+// never reads or writes a token through one, since a link planted there
+// would send the tokens wherever it points.
+var ErrSymlink = errors.New("is a symbolic link, which the token store does not follow (remove it)")
 
 // File is a server's stored OAuth token. It is used only for the URL it
 // was issued for.
@@ -79,7 +86,12 @@ type StoreOptions struct {
 
 // Store is the token store of one server: one file, written atomically
 // with mode 0600, whose refreshes are serialized across processes by
-// its lock ([safefile.Lock]). It is safe for concurrent use.
+// its lock ([safefile.Lock]). It never follows a symbolic link at the
+// file or its directory ([ErrSymlink]), and never uses a token file that
+// others than its owner can read or write: that token may have been read,
+// so it counts as none (with a warning), and the next authorization
+// replaces the file with one of mode 0600. It is safe for concurrent
+// use.
 type Store struct {
 	path   string
 	server string
@@ -110,14 +122,34 @@ func (s *Store) Path() string { return s.path }
 // Server returns the name of the server whose token the store holds.
 func (s *Store) Server() string { return s.server }
 
+// Check returns an error matching [ErrSymlink] when the token file or
+// its directory is a symbolic link, naming which: the store will neither
+// read nor write a token there.
+func (s *Store) Check() error {
+	for _, p := range []string{filepath.Dir(s.path), s.path} {
+		if info, err := os.Lstat(p); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("oauth token store: %s %w", p, ErrSymlink)
+		}
+	}
+	return nil
+}
+
 // Read reads the token file: nil when there is none usable (no file, a
-// file others can read, an unreadable or corrupt one, one of another
-// format or server, one without an access token), with a warning for
-// those that are there but not usable. It does not take the lock.
+// symbolic link, a file others can read, an unreadable or corrupt one,
+// one of another format or server, one without an access token), with a
+// warning for those that are there but not usable. It does not take the
+// lock.
 func (s *Store) Read() *File {
-	data, err := safefile.ReadFile(s.path, &safefile.ReadOptions{MaxSize: maxFile, Private: true})
+	if err := s.Check(); err != nil {
+		s.log.Warn("oauth token store: ignoring the token file", "err", err)
+		return nil
+	}
+	data, err := safefile.ReadFile(s.path, &safefile.ReadOptions{MaxSize: maxFile, Private: true, NoFollow: true})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, safefile.ErrNotRegular):
+		s.log.Warn("oauth token store: ignoring a token file that is not a regular file", "file", s.path)
 		return nil
 	case errors.Is(err, safefile.ErrNotPrivate):
 		s.log.Warn("oauth token store: ignoring a token file that others can read", "file", s.path)
@@ -138,9 +170,13 @@ func (s *Store) Read() *File {
 }
 
 // Lock takes the token file's lock, waiting until it is free or ctx
-// ends, and returns the function that releases it. The lock is not
+// ends, and returns the function that releases it; it refuses a
+// symbolic link at the file or its directory ([Store.Check]). The lock is not
 // reentrant: a caller that holds it must not call Lock again.
 func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
 	unlock, err = safefile.Lock(ctx, s.path)
 	if err != nil {
 		return nil, fmt.Errorf("oauth token store: %w", err)
@@ -148,11 +184,15 @@ func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
 	return unlock, nil
 }
 
-// Save writes f as the token file, atomically and with mode 0600. The
-// caller holds the lock ([Store.Lock]), having read the file again
-// inside it, so that a token another process stored meanwhile is not
-// overwritten unseen.
+// Save writes f as the token file, atomically (a temporary file renamed
+// over it) and with mode 0600, refusing a symbolic link at the file or
+// its directory ([Store.Check]). The caller holds the lock
+// ([Store.Lock]), having read the file again inside it, so that a token
+// another process stored meanwhile is not overwritten unseen.
 func (s *Store) Save(f *File) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("oauth token store: %w", err)

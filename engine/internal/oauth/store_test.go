@@ -2,7 +2,9 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
@@ -218,5 +220,48 @@ func TestStoreLoadKeepsARegisteredSecret(t *testing.T) {
 	}
 	if strings.Contains(scrub.Text(f.ClientSecret), "registered-secret") {
 		t.Error("the registered secret is not scrubbed")
+	}
+}
+
+func TestStoreRefusesSymlinks(t *testing.T) {
+	for _, at := range []string{"file", "directory"} {
+		t.Run(at, func(t *testing.T) {
+			s, log, _ := newTestStore(t)
+			elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+			link := s.Path()
+			if at == "directory" {
+				link = filepath.Dir(s.Path())
+				if err := os.MkdirAll(elsewhere, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(elsewhere, filepath.Base(s.Path())), validFile(), 0o600)
+			} else {
+				writeFile(t, elsewhere, validFile(), 0o600)
+			}
+			if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(); !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), link+" is a symbolic link") {
+				t.Errorf("Check = %v", err)
+			}
+			if f := s.Read(); f != nil {
+				t.Error("read a token through a symbolic link")
+			}
+			if !strings.Contains(log.String(), "symbolic link") {
+				t.Errorf("no warning names the link: %s", log.String())
+			}
+			if err := s.Save(validFile()); !errors.Is(err, ErrSymlink) {
+				t.Errorf("Save = %v, want ErrSymlink", err)
+			}
+			if _, err := s.Lock(context.Background()); !errors.Is(err, ErrSymlink) {
+				t.Errorf("Lock = %v, want ErrSymlink", err)
+			}
+			if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the link was replaced: %v", err)
+			}
+		})
 	}
 }

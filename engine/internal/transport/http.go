@@ -248,7 +248,9 @@ const (
 // says, falling back from Streamable HTTP to SSE when the mode allows it
 // and the server says it does not speak Streamable HTTP. sse reports
 // whether the transport that worked (or failed last) is SSE. oauth, when
-// not nil, authorizes the Streamable HTTP requests. Every request goes
+// not nil, authorizes the requests of either transport: a 401 (or 403)
+// on the SSE stream's GET or on a POST to its endpoint goes to the same
+// handler as one on a Streamable HTTP POST. Every request goes
 // through ht, bound to the origin of endpoint; a request ht refused for
 // its origin, or for reaching the gateway itself, is the error reported,
 // in place of the SDK's (which quotes the whole URL).
@@ -257,8 +259,16 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 		ht.Origin, _ = OriginOf(u)
 	}
 	hc := HTTPClient(ht)
+	sseClient := hc
+	if oauth != nil {
+		// The SDK's SSE transport takes no OAuth handler: its requests
+		// are authorized on their way to ht.
+		if u, err := url.Parse(endpoint); err == nil {
+			sseClient = HTTPClient(&sseOAuth{next: ht, handler: oauth, endpoint: u})
+		}
+	}
 	if mode == SSE {
-		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient}, opts)
 		return cs, true, ht.refusal(err)
 	}
 	// The SDK's default retries resume a call's stream (GET with
@@ -267,7 +277,7 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	if err == nil || mode != StreamableOrSSE || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
 		return cs, false, ht.refusal(err)
 	}
-	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}, opts)
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient}, opts)
 	if sseErr != nil {
 		if r := ht.self.Load(); r != nil {
 			return nil, true, r

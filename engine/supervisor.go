@@ -52,7 +52,7 @@ type supervisor struct {
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
 	conn            *line.Conn        // the session's connection when it is stdio, for calls on the lean path
-	tasks           *tasks.Listings   // the task support read off a stdio session's listings (taskTap; nil for HTTP)
+	tasks           *tasks.Listings   // the task support read off the session's listings (taskTap, HeaderTransport.Listings)
 	hcall           *transport.Caller // the lean caller of the Streamable HTTP session hcallOf
 	hcallOf         *mcp.ClientSession
 	proc            *transport.Process         // the last stdio child started, for its exit status (explain)
@@ -335,9 +335,9 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		return nil, nil, "", 0, err
 	}
 	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, Self: s.e.instance, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
-		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized}
+		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized, Listings: &tasks.Listings{}}
 	s.mu.Lock()
-	s.httpT, s.tasks = ht, nil
+	s.httpT, s.tasks = ht, ht.Listings
 	s.mu.Unlock()
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {

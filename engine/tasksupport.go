@@ -13,8 +13,8 @@ import (
 // consumes nothing: it notes the ids of the tools/list requests the
 // go-sdk writes, and reads the responses to them before the go-sdk gets
 // them, into its [tasks.Listings], so that what a listing's page said
-// is there when the page returns (Take). An HTTP server's listing is
-// the go-sdk's alone: its tools show no task support.
+// is there when the page returns (Take). An HTTP server's responses are
+// read into a Listings of their own by its [transport.HeaderTransport].
 type taskTap struct{ l *tasks.Listings }
 
 // Outbound notes a tools/list request.

@@ -210,8 +210,9 @@ func readLine(r *bufio.Reader, max int, tooLarge error) ([]byte, error) {
 			return nil, err
 		}
 	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	return bytes.TrimSuffix(line, []byte("\r")), nil
+	// Without its LF and the CRs before it, as the go-sdk reads a line
+	// of an event stream.
+	return bytes.TrimRight(bytes.TrimSuffix(line, []byte("\n")), "\r"), nil
 }
 
 // answer reads one message of the call's answer: the result (or error)

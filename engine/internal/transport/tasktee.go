@@ -64,8 +64,7 @@ type taskTee struct {
 	events bool        // text/event-stream, else one JSON message
 	msg    []byte      // the bytes of the message being read
 	over   bool        // the message went past max: it is not read
-	line   int         // bytes of the event's current line, before its LF
-	cr     bool        // the last byte of the line so far is a CR
+	text   bool        // the event's current line has a byte other than CR
 	ev     eventReader // reads the message of an event
 }
 
@@ -99,18 +98,18 @@ func (t *taskTee) keep(b []byte) {
 }
 
 // see reads the bytes of an event stream: an event ends at an empty
-// line, one with no byte but a CR before its LF, as readLine reads it.
+// line, one with no byte but CRs before its LF, as the go-sdk (and
+// readLine) reads it.
 func (t *taskTee) see(b []byte) {
 	for len(b) > 0 {
 		end := -1
 		for i, c := range b {
 			if c != '\n' {
-				t.line++
-				t.cr = c == '\r'
+				t.text = t.text || c != '\r'
 				continue
 			}
-			empty := t.line == 0 || t.line == 1 && t.cr
-			t.line, t.cr = 0, false
+			empty := !t.text
+			t.text = false
 			if empty {
 				end = i
 				break

@@ -178,6 +178,7 @@ func FuzzTaskTee(f *testing.F) {
 	f.Add([]byte(": x\r\n\r\nid: 2\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":1,\"result\":{\"tools\":[{\"name\":\"a\",\"execution\":{\"taskSupport\":\"x\"}}]}}\r\n\r\n"), uint8(1), true)
 	f.Add([]byte(teeAnswer), uint8(5), false)
 	f.Add([]byte("data: "+teeAnswer+"\n\r\n\rdata: "+teeAnswer+"\n\n"), uint8(9), true)
+	f.Add([]byte("data: "+teeAnswer+"\r\r\n\r\r\n"), uint8(4), true)
 	f.Fuzz(func(t *testing.T, stream []byte, n uint8, events bool) {
 		const max = 1 << 16
 		if len(stream) > max {

@@ -125,7 +125,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 				return "", s.explain("tools/list", err)
 			}
 			s.mu.Lock()
-			tasks := s.tasks.take()
+			tasks := s.tasks.Take()
 			s.mu.Unlock()
 			page := make([]Tool, 0, len(r.Tools))
 			for _, t := range r.Tools {

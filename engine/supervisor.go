@@ -16,6 +16,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
+	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/redact"
@@ -51,7 +52,7 @@ type supervisor struct {
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
 	conn            *line.Conn        // the session's connection when it is stdio, for calls on the lean path
-	tasks           *taskTap          // reads task support off a stdio session's listings (nil for HTTP)
+	tasks           *tasks.Listings   // the task support read off the session's listings (taskTap, HeaderTransport.Listings)
 	hcall           *transport.Caller // the lean caller of the Streamable HTTP session hcallOf
 	hcallOf         *mcp.ClientSession
 	proc            *transport.Process         // the last stdio child started, for its exit status (explain)
@@ -317,10 +318,10 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		if err != nil {
 			return nil, nil, "", 0, err
 		}
-		tasks := &taskTap{}
-		t.Tap = tasks
+		listings := &tasks.Listings{}
+		t.Tap = taskTap{listings}
 		s.mu.Lock()
-		s.tasks = tasks
+		s.tasks = listings
 		s.mu.Unlock()
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 		proc := t.Process()
@@ -334,9 +335,9 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		return nil, nil, "", 0, err
 	}
 	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, Self: s.e.instance, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
-		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized}
+		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized, Listings: &tasks.Listings{}}
 	s.mu.Lock()
-	s.httpT, s.tasks = ht, nil
+	s.httpT, s.tasks = ht, ht.Listings
 	s.mu.Unlock()
 	var oauth auth.OAuthHandler
 	if s.cfg.Auth != nil && s.cfg.Auth.Type == "oauth" {

@@ -15,9 +15,9 @@
 //
 //	command, args, env := mcptest.Command(mcptest.ModeBehave)
 //
-// The HTTP servers ([ServeHTTP], [ServeStreamableOnly], [ServeSSEOnly] and
-// [ServeHTTPWithHeaderCheck]) run in the test process on 127.0.0.1 and
-// stop when the test ends.
+// The HTTP servers ([ServeHTTP], [ServeStreamableOnly], [ServeRawEvents],
+// [ServeSSEOnly] and [ServeHTTPWithHeaderCheck]) run in the test process
+// on 127.0.0.1 and stop when the test ends.
 //
 // # Modes
 //
@@ -108,7 +108,9 @@
 //     and a read-only hint; [ToolWide], whose input schema is about 32 KB;
 //     [DescribedLookups] tools lookup_0000 …; and [DescribedResources]
 //     resources, [DescribedTemplates] templates and [DescribedPrompts]
-//     prompts, for describe and the gateway's paged answers.
+//     prompts, for describe and the gateway's paged answers. Over HTTP it
+//     answers with JSON bodies ([ServeStreamableOnly]), event streams
+//     ([ServeRawEvents]) or on a legacy SSE stream ([ServeSSEOnly]).
 //   - flood-notify (raw): a tool [ToolFlood] that, before it answers,
 //     sends count (default [FloodNotifications], 10,000; at most
 //     1,000,000) notifications/message and as many notifications/progress,

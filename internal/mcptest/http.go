@@ -55,12 +55,17 @@ func ServeStreamableOnly(t testing.TB, mode string) string {
 // before Streamable HTTP do: a GET of the returned URL opens a session, a
 // POST to it with the session's query (the endpoint the server announces)
 // carries a message, and any other POST gets 404 Not Found. Its modes are
-// ServeHTTP's.
+// ServeHTTP's and the raw ones of ServeStreamableOnly.
 func ServeSSEOnly(t testing.TB, mode string) string {
 	t.Helper()
-	requireHTTPMode(t, mode, false)
+	requireHTTPMode(t, mode, true)
 	h := newHTTPHarness(t)
-	sse := mcp.NewSSEHandler(h.getServer(mode), nil)
+	var sse http.Handler
+	if isRawMode(mode) {
+		sse = rawSSEHandler(mode, h.stop)
+	} else {
+		sse = mcp.NewSSEHandler(h.getServer(mode), nil)
+	}
 	return h.serve(t, "/sse", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		switch {
 		case req.Method == http.MethodPost && req.URL.Query().Get("sessionid") == "":

@@ -784,6 +784,27 @@ func TestServeSSEOnly(t *testing.T) {
 	}
 }
 
+// TestServeRawHTTP: mode described over Streamable HTTP with event
+// streams and over legacy SSE lists its tools to a go-sdk client, and
+// answers a call.
+func TestServeRawHTTP(t *testing.T) {
+	for name, tr := range map[string]mcp.Transport{
+		"events": &mcp.StreamableClientTransport{Endpoint: mcptest.ServeRawEvents(t, mcptest.ModeDescribed)},
+		"sse":    &mcp.SSEClientTransport{Endpoint: mcptest.ServeSSEOnly(t, mcptest.ModeDescribed)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := connect(t, tr, nil)
+			res, err := cs.ListTools(ctx(t), nil)
+			if err != nil || len(res.Tools) != 2+mcptest.DescribedLookups || res.Tools[0].Name != mcptest.ToolReport {
+				t.Fatalf("ListTools: %v, %v", res, err)
+			}
+			if got := text(t, call(t, cs, "lookup_0000", nil)); got != "ok" {
+				t.Errorf("call = %q", got)
+			}
+		})
+	}
+}
+
 // headerTransport adds a header to every request.
 type headerTransport struct{ key, value string }
 

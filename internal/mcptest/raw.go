@@ -2,7 +2,6 @@ package mcptest
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,19 +135,8 @@ func rawHTTPHandler(mode string) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		data, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		resp, ok := srv.respond(bytes.TrimSpace(data), func(any) error { return nil })
+		out, ok := srv.answerBody(w, req)
 		if !ok {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		out, err := marshalRaw(resp)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -128,34 +128,57 @@ func (h *Caller) post(ctx context.Context, body []byte) (*http.Response, error) 
 
 // events reads an event stream until the response to id.
 func (h *Caller) events(ctx context.Context, id string, body io.Reader, progress func(*mcp.ProgressNotificationParams), listChanged func(string)) (json.RawMessage, error) {
-	r := bufio.NewReaderSize(body, 4096)
-	var data []byte
+	er := eventReader{r: bufio.NewReaderSize(body, 4096), max: h.Max, tooLarge: h.TooLarge}
 	for {
-		line, err := readLine(r, h.Max, h.TooLarge)
+		data, err := er.next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil, errors.New("the server ended the call's event stream without an answer")
 			}
 			return nil, err
 		}
+		res, err := h.answer(ctx, id, data, progress, listChanged)
+		if res != nil || err != nil {
+			return res, err
+		}
+	}
+}
+
+// eventReader reads the messages of an event stream: lines end at LF (a
+// CR before it is dropped), each of at most max bytes (else tooLarge);
+// the values of an event's data fields, joined by LFs, are its message;
+// an empty line ends the event. An event the stream's end cuts short
+// is dropped.
+type eventReader struct {
+	r        *bufio.Reader
+	max      int
+	tooLarge error
+	data     []byte // the message of the event being read
+}
+
+// next returns the message of the next event that has one, valid until
+// the next call; at the end of the stream, io.EOF.
+func (e *eventReader) next() ([]byte, error) {
+	e.data = e.data[:0]
+	for {
+		line, err := readLine(e.r, e.max, e.tooLarge)
+		if err != nil {
+			return nil, err
+		}
 		if len(line) == 0 {
 			// An empty line ends an event: its data is one message.
-			if len(data) > 0 {
-				res, err := h.answer(ctx, id, data, progress, listChanged)
-				if res != nil || err != nil {
-					return res, err
-				}
+			if len(e.data) > 0 {
+				return e.data, nil
 			}
-			data = data[:0]
 			continue
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
 		if string(field) == "data" {
-			if len(data) > 0 {
-				data = append(data, '\n')
+			if len(e.data) > 0 {
+				e.data = append(e.data, '\n')
 			}
-			data = append(data, value...)
+			e.data = append(e.data, value...)
 		}
 	}
 }
@@ -187,8 +210,9 @@ func readLine(r *bufio.Reader, max int, tooLarge error) ([]byte, error) {
 			return nil, err
 		}
 	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	return bytes.TrimSuffix(line, []byte("\r")), nil
+	// Without its LF and the CRs before it, as the go-sdk reads a line
+	// of an event stream.
+	return bytes.TrimRight(bytes.TrimSuffix(line, []byte("\n")), "\r"), nil
 }
 
 // answer reads one message of the call's answer: the result (or error)

@@ -16,7 +16,9 @@
 // headers and refuses every request to another [Origin] than the
 // configured URL's, bounds each message of a response, passes on only
 // the first endpoint event of a legacy SSE stream, and fails a response
-// that carries the gateway's own [InstanceHeader] ([SelfError]); [HTTPClient], which
+// that carries the gateway's own [InstanceHeader] ([SelfError]), and
+// reads each tool's task support from the answers to tools/list requests
+// as the SDK reads them ([HeaderTransport.Listings]); [HTTPClient], which
 // refuses redirects to another origin; and [ConnectHTTP], the Streamable
 // HTTP to SSE fallback.
 //

@@ -11,7 +11,10 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 )
 
 // HeaderTransport adds a server's configured headers and auth to every
@@ -46,6 +49,12 @@ type HeaderTransport struct {
 	// the server is the gateway itself, whatever the URL's spelling.
 	// "" checks nothing.
 	Self string
+	// Listings, when set (and MaxMessage is), is told of each tools/list
+	// request a POST carries, and reads each tool's task support from the
+	// answer as the SDK reads it: the POST's response (a JSON body or an
+	// event stream), or a GET's event stream (legacy SSE answers there),
+	// through a taskTee that leaves the bytes as they are.
+	Listings *tasks.Listings
 
 	// refused is the first request refused for its origin, which
 	// ConnectHTTP reports in place of the SDK's error (that quotes the
@@ -95,7 +104,16 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	var listing jsonrpc.ID
+	listed := false
+	tee := t.Listings != nil && t.MaxMessage > 0
+	if tee && req.Method == http.MethodPost {
+		listing, listed = t.noteListing(req)
+	}
 	resp, err := t.Base.RoundTrip(req)
+	if listed && (err != nil || resp.StatusCode/100 != 2) {
+		t.Listings.Forget(listing) // no answer will come
+	}
 	if err == nil && t.Self != "" && resp.Header.Get(InstanceHeader) == t.Self {
 		Discard(resp)
 		err := &SelfError{Server: t.Server}
@@ -114,6 +132,9 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if events && req.Method == http.MethodGet {
 			// A legacy SSE stream: its first endpoint event is the only one.
 			resp.Body = newEndpointFilter(resp.Body)
+		}
+		if tee && (events && req.Method == http.MethodGet || listed && (events || ct == "application/json")) {
+			resp.Body = &taskTee{rc: resp.Body, l: t.Listings, max: t.MaxMessage, events: events}
 		}
 	}
 	return resp, err

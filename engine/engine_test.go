@@ -139,7 +139,9 @@ func TestHungServerAffectsOnlyItself(t *testing.T) {
 }
 
 func TestCallTimeout(t *testing.T) {
-	opts := workspace(t, map[string]server{"h": stdio("hang-call", server{"callTimeoutMs": 300})}, nil)
+	// 2 s: the timeout must cut the hung call, and leave the echo after it
+	// room on a loaded machine.
+	opts := workspace(t, map[string]server{"h": stdio("hang-call", server{"callTimeoutMs": 2000})}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
 	_, err := e.CallTool(ctx, "h", "hang", map[string]any{})
@@ -226,7 +228,9 @@ func contains(list []Status, s Status) bool {
 }
 
 func TestIdleDisconnect(t *testing.T) {
-	opts := workspace(t, map[string]server{"s": stdio("behave", server{"idleTimeoutMs": 300})}, nil)
+	// 2 s of idleness, against calls 100 ms apart: on a loaded machine a
+	// gap stays well below it.
+	opts := workspace(t, map[string]server{"s": stdio("behave", server{"idleTimeoutMs": 2000})}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
 	if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
@@ -244,7 +248,7 @@ func TestIdleDisconnect(t *testing.T) {
 		t.Errorf("the server's process changed while in use: %v, then %v", before, after)
 	}
 	// A call longer than the idle timeout is not cut off.
-	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 700}); err != nil {
+	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 3000}); err != nil {
 		t.Fatalf("slow call cut by the idle timer: %v", err)
 	}
 	waitStatus(t, e, "s", StatusCold)

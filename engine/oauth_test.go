@@ -322,13 +322,16 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 
 func TestOAuthTimeouts(t *testing.T) {
 	f := oauthtest.New(t, nil)
+	// connectTimeoutMs bounds what the gateway does, not the user: 3 s
+	// leaves the requests of a connect room on a loaded machine, and the
+	// user below takes longer than that.
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.MCPURL, "transport": "streamable-http", "connectTimeoutMs": 300, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
-	}, map[string]any{"authTimeoutMs": 1000})
+		"o": {"url": f.MCPURL, "transport": "streamable-http", "connectTimeoutMs": 3000, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
+	}, map[string]any{"authTimeoutMs": 60000})
 	var calls atomic.Int32
 	slow := headless(t, &calls)
 	var wait atomic.Bool
-	opts.Authorize = func(ctx context.Context, server, authURL string) (string, error) {
+	authorize := func(ctx context.Context, server, authURL string) (string, error) {
 		if wait.Load() { // a user who never comes back
 			<-ctx.Done()
 			return "", ctx.Err()
@@ -336,12 +339,13 @@ func TestOAuthTimeouts(t *testing.T) {
 		// A user slower than connectTimeoutMs, within authTimeoutMs.
 		select {
 		// testwait: the slow user under test, beyond connectTimeoutMs
-		case <-time.After(600 * time.Millisecond):
+		case <-time.After(4 * time.Second):
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
 		return slow(ctx, server, authURL)
 	}
+	opts.Authorize = authorize
 	e := start(t, opts)
 	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "o"); err != nil {
@@ -349,18 +353,20 @@ func TestOAuthTimeouts(t *testing.T) {
 	}
 	e.Close()
 
-	if err := os.RemoveAll(filepath.Join(opts.Home, ".volt", "agent", "mcp", "auth")); err != nil {
-		t.Fatal(err)
-	}
+	// The user never comes back: authTimeoutMs (1 s here) ends the wait.
 	wait.Store(true)
-	e2 := start(t, opts)
+	opts2 := workspace(t, map[string]server{
+		"o": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
+	}, map[string]any{"authTimeoutMs": 1000})
+	opts2.Authorize = authorize
+	e2 := start(t, opts2)
 	began := time.Now()
 	err := e2.Connect(ctx, "o")
 	if err == nil || !strings.Contains(err.Error(), "authTimeoutMs") {
 		t.Errorf("an authorization that never ends: %v", err)
 	}
-	// The user never comes back: without authTimeoutMs the connect
-	// would end only with the test's patience.
+	// Without authTimeoutMs the connect would end only with the test's
+	// patience.
 	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("gave up after %s, want about 1 s", d)
 	}

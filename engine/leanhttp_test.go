@@ -40,12 +40,23 @@ func TestLeanHTTPUpstreamMatchesSDK(t *testing.T) {
 		{Action: "call", Server: "h", Tool: "add", ArgumentsJSON: `{"a": "x"}`},
 		{Action: "call", Server: "h", Tool: "slow", ArgumentsJSON: `{"ms": 10}`},
 	}
+	made := 0
 	for _, in := range inputs {
-		a, b := lean.Gateway(ctx, in), sdk.Gateway(ctx, in)
-		ja, _ := json.Marshal(normalizeCall(a))
-		jb, _ := json.Marshal(normalizeCall(b))
+		// A shaper that reaches its deadline on a loaded machine leaves
+		// its output unshaped, so the two answers differ by design: the
+		// case runs again (three times at most).
+		var ja, jb []byte
+		for try := 0; try < 3; try++ {
+			a, b := lean.Gateway(ctx, in), sdk.Gateway(ctx, in)
+			made++
+			ja, _ = json.Marshal(normalizeCall(a))
+			jb, _ = json.Marshal(normalizeCall(b))
+			if !bytes.Contains(ja, []byte("shaper builtin deadline")) && !bytes.Contains(jb, []byte("shaper builtin deadline")) {
+				break
+			}
+		}
 		if !reflect.DeepEqual(ja, jb) {
-			t.Errorf("%+v:\nlean %s\nSDK  %s", in, ja, jb)
+			t.Errorf("%+v:\nlean %.2000s\nSDK  %.2000s", in, ja, jb)
 		}
 	}
 	s, err := lean.supervisor("h")
@@ -55,8 +66,8 @@ func TestLeanHTTPUpstreamMatchesSDK(t *testing.T) {
 	s.mu.Lock()
 	h := s.hcall
 	s.mu.Unlock()
-	if h == nil || h.Made() != uint64(len(inputs)) {
-		t.Errorf("the lean path made %v calls of %d", h, len(inputs))
+	if h == nil || h.Made() != uint64(made) {
+		t.Errorf("the lean path made %v calls of %d", h, made)
 	}
 	s, _ = sdk.supervisor("h")
 	s.mu.Lock()

@@ -339,7 +339,7 @@ func TestOAuthTimeouts(t *testing.T) {
 		// A user slower than connectTimeoutMs, within authTimeoutMs.
 		select {
 		// testwait: the slow user under test, beyond connectTimeoutMs
-		case <-time.After(4 * time.Second):
+		case <-time.After(testwait.Patience):
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}

@@ -36,7 +36,7 @@ func hintsProject(t *testing.T, hints map[string]string) (dir, policy string, wr
 	}
 	write(hints)
 	cmd, args, env := mcptest.Command(mcptest.ModeHintsFile, mcptest.EnvHintsFile+"="+file)
-	doc := map[string]any{"version": 1, "servers": map[string]any{"db": map[string]any{"command": cmd, "args": args, "env": env}}}
+	doc := map[string]any{"version": 1, "servers": map[string]any{"db": map[string]any{"command": cmd, "args": args, "env": env, "connectTimeoutMs": testTimeoutMs, "discoveryTimeoutMs": testTimeoutMs}}}
 	data, _ := json.Marshal(doc)
 	if err := os.MkdirAll(filepath.Join(dir, ".volt"), 0o755); err != nil {
 		t.Fatal(err)

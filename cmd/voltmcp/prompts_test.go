@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/internal/npmpeers"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // userSettings writes the user layer of home with settings.
@@ -85,7 +85,7 @@ func servePrompt(t *testing.T, home, project string) (bool, string) {
 	t.Helper()
 	cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
 	cs := connectCommand(t, cmd, "2025-11-25")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
 		"action": "get_prompt", "server": "demo", "prompt": "greet", "arguments": map[string]any{"name": "Ada"}}})

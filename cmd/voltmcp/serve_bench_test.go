@@ -125,7 +125,7 @@ func benchProject(b testing.TB) string {
 	b.Helper()
 	dir := b.TempDir()
 	cmd, args, env := mcptest.Command(mcptest.ModeBehave)
-	doc := map[string]any{"version": 1, "servers": map[string]any{"up": map[string]any{"command": cmd, "args": args, "env": env}}}
+	doc := map[string]any{"version": 1, "servers": map[string]any{"up": map[string]any{"command": cmd, "args": args, "env": env, "connectTimeoutMs": testTimeoutMs, "discoveryTimeoutMs": testTimeoutMs}}}
 	data, _ := json.Marshal(doc)
 	if err := os.MkdirAll(filepath.Join(dir, ".volt"), 0o755); err != nil {
 		b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // serveGateway starts `voltmcp serve` over stdio on home and project with
@@ -93,7 +94,7 @@ func TestServeListsUnlistedServersAtStart(t *testing.T) {
 			if !on {
 				userSettings(t, home, map[string]any{"listAtStart": false})
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 			defer cancel()
 			gateway := serveGateway(t, ctx, home, project)
 			search := map[string]any{"action": "search", "query": "echo"}
@@ -137,7 +138,7 @@ func TestServeCallsAtStart(t *testing.T) {
 	t.Run("call", func(t *testing.T) {
 		for round := range 3 {
 			home, project := t.TempDir(), benchProject(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 			gateway := serveGateway(t, ctx, home, project)
 			if r, isErr := gateway(map[string]any{"action": "call", "server": "up", "tool": "echo", "arguments": map[string]any{"text": "hi"}}); isErr || r["text"] != "hi" {
 				t.Errorf("round %d: the call at start: %v", round, r)
@@ -185,7 +186,7 @@ func TestServeListsAtStartPastAHangingServer(t *testing.T) {
 	up, upArgs, upEnv := mcptest.Command(mcptest.ModeBehave)
 	hang, hangArgs, hangEnv := mcptest.Command(mcptest.ModeHangInit)
 	doc := map[string]any{"version": 1, "servers": map[string]any{
-		"up":   map[string]any{"command": up, "args": upArgs, "env": upEnv},
+		"up":   map[string]any{"command": up, "args": upArgs, "env": upEnv, "connectTimeoutMs": testTimeoutMs, "discoveryTimeoutMs": testTimeoutMs},
 		"hang": map[string]any{"command": hang, "args": hangArgs, "env": hangEnv, "connectTimeoutMs": 600000},
 		"bad":  map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
 	}}
@@ -196,7 +197,7 @@ func TestServeListsAtStartPastAHangingServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, ".volt", "mcp.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	cmd := cliCommand("serve", "--home", t.TempDir(), "--project", project, "--approve")
 	cs := connectCommand(t, cmd, "2025-11-25")

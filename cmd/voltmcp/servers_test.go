@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -28,13 +30,19 @@ func TestMain(m *testing.M) {
 // Set by TestMain.
 var testCacheDir string
 
+// testTimeoutMs is the connect and discovery timeout of the test servers
+// the CLI's tests configure: a race-built server starting on a loaded
+// 2-core machine can take longer than the 10 s default, and the tests are
+// about what the gateway does once it answers (testwait.Patience).
+const testTimeoutMs = int64(testwait.Patience / time.Millisecond)
+
 // serverProject writes a project whose one server is the mcptest server
 // in mode behave.
 func serverProject(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	cmd, args, env := mcptest.Command("behave")
-	doc := map[string]any{"version": 1, "servers": map[string]any{"demo": map[string]any{"command": cmd, "args": args, "env": env}}}
+	doc := map[string]any{"version": 1, "servers": map[string]any{"demo": map[string]any{"command": cmd, "args": args, "env": env, "connectTimeoutMs": testTimeoutMs, "discoveryTimeoutMs": testTimeoutMs}}}
 	data, _ := json.Marshal(doc)
 	os.MkdirAll(filepath.Join(dir, ".volt"), 0o755)
 	if err := os.WriteFile(filepath.Join(dir, ".volt", "mcp.json"), data, 0o644); err != nil {

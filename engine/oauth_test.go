@@ -322,16 +322,15 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 
 func TestOAuthTimeouts(t *testing.T) {
 	f := oauthtest.New(t, nil)
-	// connectTimeoutMs bounds what the gateway does, not the user: 3 s
-	// leaves the requests of a connect room on a loaded machine, and the
-	// user below takes longer than that.
+	// connectTimeoutMs bounds what the gateway does, not the user, who
+	// takes longer than it below, within authTimeoutMs.
 	opts := workspace(t, map[string]server{
-		"o": {"url": f.MCPURL, "transport": "streamable-http", "connectTimeoutMs": 3000, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
-	}, map[string]any{"authTimeoutMs": 60000})
+		"o": {"url": f.MCPURL, "transport": "streamable-http", "connectTimeoutMs": 1000, "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
+	}, map[string]any{"authTimeoutMs": 3000})
 	var calls atomic.Int32
 	slow := headless(t, &calls)
 	var wait atomic.Bool
-	authorize := func(ctx context.Context, server, authURL string) (string, error) {
+	opts.Authorize = func(ctx context.Context, server, authURL string) (string, error) {
 		if wait.Load() { // a user who never comes back
 			<-ctx.Done()
 			return "", ctx.Err()
@@ -339,13 +338,12 @@ func TestOAuthTimeouts(t *testing.T) {
 		// A user slower than connectTimeoutMs, within authTimeoutMs.
 		select {
 		// testwait: the slow user under test, beyond connectTimeoutMs
-		case <-time.After(testwait.Patience):
+		case <-time.After(1500 * time.Millisecond):
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
 		return slow(ctx, server, authURL)
 	}
-	opts.Authorize = authorize
 	e := start(t, opts)
 	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "o"); err != nil {
@@ -353,22 +351,20 @@ func TestOAuthTimeouts(t *testing.T) {
 	}
 	e.Close()
 
-	// The user never comes back: authTimeoutMs (1 s here) ends the wait.
+	if err := os.RemoveAll(filepath.Join(opts.Home, ".volt", "agent", "mcp", "auth")); err != nil {
+		t.Fatal(err)
+	}
 	wait.Store(true)
-	opts2 := workspace(t, map[string]server{
-		"o": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},
-	}, map[string]any{"authTimeoutMs": 1000})
-	opts2.Authorize = authorize
-	e2 := start(t, opts2)
+	e2 := start(t, opts)
 	began := time.Now()
 	err := e2.Connect(ctx, "o")
 	if err == nil || !strings.Contains(err.Error(), "authTimeoutMs") {
 		t.Errorf("an authorization that never ends: %v", err)
 	}
-	// Without authTimeoutMs the connect would end only with the test's
-	// patience.
+	// The user never comes back: without authTimeoutMs the connect
+	// would end only with the test's patience.
 	if d := time.Since(began); d > 30*time.Second {
-		t.Errorf("gave up after %s, want about 1 s", d)
+		t.Errorf("gave up after %s, want about 3 s", d)
 	}
 	if s, _ := e2.Server("o"); s.Status != StatusNeedsAuth || !strings.Contains(s.LastError, "authorization failed") {
 		t.Errorf("status %s, last error %q", s.Status, s.LastError)

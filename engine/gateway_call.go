@@ -47,13 +47,21 @@ type Truncation struct {
 
 // CacheRef points at a full output in the sidecar.
 type CacheRef struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Read is the mcp tool's input that reads the rest: from Offset.
 	Read string `json:"read"`
+	// Offset is where the rest begins, in bytes of the kept output, when
+	// the text shown is its first Offset bytes; 0 when the text shown was
+	// shaped or summarized, so that the rest is the whole output.
+	Offset int64 `json:"offset,omitempty"`
 }
 
-// cacheRefOf points at the sidecar output id: the mcp tool's input that
-// reads it.
-func cacheRefOf(id string) *CacheRef {
+// cacheRefOf points at the sidecar output id from offset: the mcp tool's
+// input that reads it.
+func cacheRefOf(id string, offset int64) *CacheRef {
+	if offset > 0 {
+		return &CacheRef{ID: id, Offset: offset, Read: fmt.Sprintf(`mcp({"action":"read_cache","cacheId":%q,"offset":%d})`, id, offset)}
+	}
 	return &CacheRef{ID: id, Read: fmt.Sprintf(`mcp({"action":"read_cache","cacheId":%q})`, id)}
 }
 
@@ -275,7 +283,14 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 		e.log.Warn("output sidecar", "err", err)
 		return inline, tr, nil, sh
 	}
-	return inline, tr, cacheRefOf(id), sh
+	// The rest begins where the text shown ends, when that is the kept
+	// output's first bytes (a cut); a summary is no such prefix, and the
+	// rest is then the whole output.
+	var rest int64
+	if strings.HasPrefix(clean, inline) {
+		rest = int64(len(inline))
+	}
+	return inline, tr, cacheRefOf(id, rest), sh
 }
 
 // callText renders a call result for the model: the content, then one

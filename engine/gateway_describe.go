@@ -81,7 +81,7 @@ func (e *Engine) fitSchemas(server string, t Tool, d *DescribeResult) {
 	if id, err := e.outputs().Put(server, t.Name+" schemas", whole); err != nil {
 		e.log.Warn("output sidecar", "err", err)
 	} else {
-		d.Cache = cacheRefOf(id)
+		d.Cache = cacheRefOf(id, 0)
 		note = ", see read_cache " + id
 	}
 	var warns []string

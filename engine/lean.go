@@ -369,7 +369,7 @@ func callAnswer(r GatewayResult, complete bool) (jsonwire.CallAnswer, bool) {
 			ReturnedLines: t.ReturnedLines, TotalLines: t.TotalLines}
 	}
 	if c := d.Cache; c != nil {
-		a.Data.Cache = &jsonwire.CacheRef{ID: c.ID, Read: c.Read}
+		a.Data.Cache = &jsonwire.CacheRef{ID: c.ID, Read: c.Read, Offset: c.Offset}
 	}
 	return a, true
 }

@@ -120,7 +120,11 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 	text := res.Text
 	if d.Cache != nil && d.Cache.Read != "" {
 		if i := strings.LastIndex(text, d.Cache.Read); i >= 0 {
-			text = text[:i] + "voltmcp read-cache " + shellQuote(d.Cache.ID) + text[i+len(d.Cache.Read):]
+			cmd := "voltmcp read-cache " + shellQuote(d.Cache.ID)
+			if d.Cache.Offset > 0 {
+				cmd += fmt.Sprintf(" --offset %d", d.Cache.Offset)
+			}
+			text = text[:i] + cmd + text[i+len(d.Cache.Read):]
 		}
 	}
 	// An image or audio clip kept for read_cache: its description

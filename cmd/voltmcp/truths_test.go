@@ -44,11 +44,24 @@ func TestReadCacheFootersNameTheCLICommand(t *testing.T) {
 	}
 	long, _ := json.Marshal(map[string]string{"text": strings.Join(lines, "\n")})
 	r := cli("call", "demo", "echo", "--args", string(long))
-	m := regexp.MustCompile(`the rest: voltmcp read-cache (mcpout_[A-Za-z0-9]+)\]\n$`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`\n\[output cut: ([0-9]+) of [0-9]+ bytes.*; the rest: voltmcp read-cache (mcpout_[A-Za-z0-9]+) --offset ([0-9]+)\]\n$`).FindStringSubmatch(r.stdout)
 	if r.code != exitOK || m == nil || strings.Contains(r.stdout, `"action"`) {
-		t.Fatalf("a cut call's footer does not name 'voltmcp read-cache ID':\n%s", r)
+		t.Fatalf("a cut call's footer does not name 'voltmcp read-cache ID --offset N':\n%s", r)
 	}
-	id := m[1]
+	id := m[2]
+	// The rest begins where the text shown ends: the footer's command
+	// does not give the shown part again.
+	if m[1] != m[3] {
+		t.Errorf("the footer's offset %s is not where the %s bytes shown end:\n%s", m[3], m[1], r)
+	}
+	shown := r.stdout[:strings.LastIndex(r.stdout, "\n[output cut:")]
+	if next := cli("read-cache", id, "--offset", m[3]); next.code != exitOK || !strings.HasPrefix(strings.Join(lines, "\n"), shown+strings.SplitN(next.stdout, "\n[more:", 2)[0]) {
+		t.Errorf("the footer's command does not go on where the shown text ends:\nshown: %q\nnext: %s", shown, next)
+	}
+	// --json gives the agent the same pointer.
+	if r := cli("call", "demo", "echo", "--args", string(long), "--json"); r.code != exitOK || !regexp.MustCompile(`"offset": ?` + m[3] + `\b`).MatchString(r.stdout) || !strings.Contains(r.stdout, `\"offset\":`+m[3]+`})`) {
+		t.Errorf("the agent's answer does not point at the rest from offset %s:\n%s", m[3], r)
+	}
 	// read-cache caps a page at maxOutputBytes too: the page ends with
 	// the command for the next one.
 	r = cli("read-cache", id)

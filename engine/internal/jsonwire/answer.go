@@ -58,8 +58,9 @@ type Truncation struct {
 
 // CacheRef points at a full output in the engine's output store.
 type CacheRef struct {
-	ID   string `json:"id"`
-	Read string `json:"read"`
+	ID     string `json:"id"`
+	Read   string `json:"read"`
+	Offset int64  `json:"offset,omitempty"`
 }
 
 // callAnswerJSON is the wire form of a CallAnswer, in the go-sdk's field
@@ -131,6 +132,10 @@ func AppendCallAnswer(b []byte, a CallAnswer) ([]byte, bool) {
 		b = AppendQuoted(b, c.ID)
 		b = append(b, `,"read":`...)
 		b = AppendQuoted(b, c.Read)
+		if c.Offset != 0 {
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, c.Offset, 10)
+		}
 		b = append(b, '}')
 	}
 	if len(d.Notes) > 0 {

@@ -31,7 +31,7 @@ func FuzzEncodeCallAnswer(f *testing.F) {
 		}
 		if truncated {
 			d.Truncation = &Truncation{Truncated: true, ReturnedBytes: len(text), TotalBytes: 2 * len(text), ReturnedLines: 1, TotalLines: 7}
-			d.Cache = &CacheRef{ID: "mcpout_" + note, Read: server}
+			d.Cache = &CacheRef{ID: "mcpout_" + note, Read: server, Offset: int64(len(text)) - int64(len(note))}
 		}
 		a := CallAnswer{Text: text, IsError: isError, Complete: complete, Data: d}
 		got, ok := AppendCallAnswer(nil, a)

@@ -59,7 +59,7 @@ func TestReadCacheFootersNameTheCLICommand(t *testing.T) {
 		t.Errorf("the footer's command does not go on where the shown text ends:\nshown: %q\nnext: %s", shown, next)
 	}
 	// --json gives the agent the same pointer.
-	if r := cli("call", "demo", "echo", "--args", string(long), "--json"); r.code != exitOK || !regexp.MustCompile(`"offset": ?` + m[3] + `\b`).MatchString(r.stdout) || !strings.Contains(r.stdout, `\"offset\":`+m[3]+`})`) {
+	if r := cli("call", "demo", "echo", "--args", string(long), "--json"); r.code != exitOK || !regexp.MustCompile(`"offset": ?`+m[3]+`\b`).MatchString(r.stdout) || !strings.Contains(r.stdout, `\"offset\":`+m[3]+`})`) {
 		t.Errorf("the agent's answer does not point at the rest from offset %s:\n%s", m[3], r)
 	}
 	// read-cache caps a page at maxOutputBytes too: the page ends with

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -556,6 +557,11 @@ func (e *Engine) gwReadCache(in GatewayInput) GatewayResult {
 	set := e.Config().Settings
 	limit := set.MaxOutputBytes
 	r, err := e.outputs().Read(in.CacheID, output.ReadRequest{Offset: in.Offset, Limit: limit, StartLine: in.StartLine, EndLine: in.EndLine, Pattern: in.Pattern})
+	if errors.Is(err, output.ErrUnknown) {
+		// The store is the workspace's: an id another project's gateway
+		// gave is as unknown here as an expired one.
+		return gwError("read_cache: %v: outputs are kept for a while in the store of the workspace (the project) that produced them; read an id in that project (voltmcp read-cache --project DIR), or call the tool again", err)
+	}
 	if err != nil {
 		return gwError("read_cache: %v", err)
 	}

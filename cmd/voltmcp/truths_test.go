@@ -165,3 +165,26 @@ func TestVersionCIInstallWorksUnpublished(t *testing.T) {
 		t.Errorf("./cmd/voltmcp of a checkout: %v", err)
 	}
 }
+
+// TestReadCacheOfAnotherProjectSaysWhere: an output id is read in the
+// workspace that produced it; read from another, the error says so and
+// names --project, and the command fails.
+func TestReadCacheOfAnotherProjectSaysWhere(t *testing.T) {
+	project := smallOutputProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	long, _ := json.Marshal(map[string]string{"text": strings.Repeat("a line of text\n", 200)})
+	r := runCLI(t, env, "call", "demo", "echo", "--args", string(long), "--home", home, "--project", project, "--approve")
+	m := regexp.MustCompile(`voltmcp read-cache (mcpout_[A-Za-z0-9]+)`).FindStringSubmatch(r.stdout)
+	if r.code != exitOK || m == nil {
+		t.Fatalf("no cut output:\n%s", r)
+	}
+	other := t.TempDir()
+	r = runCLI(t, env, "read-cache", m[1], "--home", home, "--project", other)
+	if r.code == exitOK || !strings.Contains(r.stdout+r.stderr, "--project DIR") || !strings.Contains(r.stdout+r.stderr, "unknown or expired output id") {
+		t.Errorf("reading another project's output:\n%s", r)
+	}
+	if r := runCLI(t, env, "read-cache", m[1], "--home", home, "--project", project, "--approve"); r.code != exitOK {
+		t.Errorf("reading it in its project:\n%s", r)
+	}
+}

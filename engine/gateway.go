@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -412,20 +413,28 @@ func (e *Engine) awaitFirstListings(ctx context.Context, server string, within t
 	return waited, pending
 }
 
+// maxHintNames bounds the servers a hint names.
+const maxHintNames = 5
+
 // emptySearchHint says why a search may find nothing.
 func (e *Engine) emptySearchHint() string {
-	unknown, untrusted := 0, 0
+	var unknown []string
+	untrusted := 0
 	for _, s := range e.Servers() {
 		switch {
 		case s.Status == StatusUntrusted:
 			untrusted++
 		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled:
-			unknown++
+			unknown = append(unknown, s.ID)
 		}
 	}
 	var notes []string
-	if unknown > 0 {
-		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed: connect them ({\"action\":\"connect\",\"server\":...}) to search their tools", unknown))
+	if len(unknown) > 0 {
+		names := unknown
+		if len(names) > maxHintNames {
+			names = append(slices.Clone(names[:maxHintNames]), fmt.Sprintf("and %d more", len(unknown)-maxHintNames))
+		}
+		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed (%s): connect them ({\"action\":\"connect\",\"server\":%q}) to search their tools", len(unknown), strings.Join(names, ", "), unknown[0]))
 	}
 	if untrusted > 0 {
 		notes = append(notes, fmt.Sprintf("%d server(s) of the project are not loaded because its MCP config is not trusted: the user can review and trust it with voltmcp trust (list_servers names them)", untrusted))

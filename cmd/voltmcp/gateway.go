@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +118,7 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 	if json.Unmarshal(raw, &d) != nil {
 		return res.Text
 	}
-	text := res.Text
+	text := cliCommands(res.Text)
 	if d.Cache != nil && d.Cache.Read != "" {
 		if i := strings.LastIndex(text, d.Cache.Read); i >= 0 {
 			cmd := "voltmcp read-cache " + shellQuote(d.Cache.ID)
@@ -149,6 +150,33 @@ func cliText(res engine.GatewayResult, in engine.GatewayInput) string {
 		}
 	}
 	return text
+}
+
+// agentAction is an mcp tool input in a hint or an error, such as
+// {"action":"connect","server":"x"}: what an agent would send.
+var agentAction = regexp.MustCompile(`\{"action":"([a-z_]+)"(?:,"server":"([^"\\]*)")?\}`)
+
+// agentWord is a bare action an agent is told of, "or list_servers".
+var agentWord = regexp.MustCompile(`\blist_servers\b`)
+
+// cliCommands rewrites the mcp tool inputs that a hint or an error shows
+// an agent into the commands a user types, where the CLI has one:
+// {"action":"connect","server":"x"} becomes voltmcp connect x, and
+// list_servers voltmcp servers. Any other input is left as it is.
+func cliCommands(text string) string {
+	text = agentAction.ReplaceAllStringFunc(text, func(m string) string {
+		sub := agentAction.FindStringSubmatch(m)
+		cmd, ok := map[string]string{"connect": "connect", "disconnect": "disconnect", "list_servers": "servers",
+			"list_resources": "resources", "list_prompts": "prompts", "status": "status"}[sub[1]]
+		if !ok {
+			return m
+		}
+		if sub[2] != "" {
+			return "voltmcp " + cmd + " " + shellQuote(sub[2])
+		}
+		return "voltmcp " + cmd
+	})
+	return agentWord.ReplaceAllString(text, "voltmcp servers")
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but

@@ -190,7 +190,7 @@ func renderSearch(w io.Writer, f fields, in engine.GatewayInput) {
 		fmt.Fprintf(w, "note: %s\n", clean(note))
 	}
 	if hint != "" {
-		fmt.Fprintf(w, "hint: %s\n", clean(hint))
+		fmt.Fprintf(w, "hint: %s\n", clean(cliCommands(hint)))
 	}
 	more := "voltmcp search " + shellQuote(clean(query))
 	if in.Server != "" {

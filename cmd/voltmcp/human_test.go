@@ -308,3 +308,26 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("the usage does not name --version:\n%s", r.stdout)
 	}
 }
+
+// TestSearchHintsNameCLICommands: a search that finds nothing names the
+// servers never listed and, on the CLI, the commands a user types, not
+// the mcp tool's JSON an agent sends; --json keeps the agent's hint.
+func TestSearchHintsNameCLICommands(t *testing.T) {
+	t.Parallel()
+	project := serverProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	r := runCLI(t, env, "search", "frobnicate the quux", "--home", home, "--project", project, "--approve")
+	if r.code != exitOK || !strings.Contains(r.stdout, "never been listed (demo)") || !strings.Contains(r.stdout, "voltmcp connect demo") || strings.Contains(r.stdout, `"action"`) {
+		t.Errorf("search of a workspace whose server was never listed:\n%s", r)
+	}
+	r = runCLI(t, env, "search", "frobnicate the quux", "--json", "--home", home, "--project", project, "--approve")
+	if r.code != exitOK || !strings.Contains(r.stdout, `never been listed (demo): connect them ({\"action\":\"connect\",\"server\":\"demo\"})`) {
+		t.Errorf("search --json does not keep the agent's hint:\n%s", r)
+	}
+	empty := t.TempDir()
+	r = runCLI(t, env, "search", "frobnicate", "--home", home, "--project", empty)
+	if r.code != exitOK || !strings.Contains(r.stdout, "or voltmcp servers") || strings.Contains(r.stdout, "list_servers") {
+		t.Errorf("search of an empty workspace:\n%s", r)
+	}
+}

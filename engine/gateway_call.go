@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"

@@ -38,6 +38,10 @@ type ClientFileOptions struct {
 	// Codex reads the file as Codex's config.toml, whose servers are
 	// [mcp_servers.NAME] tables.
 	Codex bool
+	// Projects also lists the entries of the file's top-level projects
+	// object that hold servers (Claude Code's per-project servers in
+	// ~/.claude.json) in [ClientFile.Projects], whatever Under says.
+	Projects bool
 }
 
 // ClientFile is what [ReadClientFile] found in one file.
@@ -54,6 +58,28 @@ type ClientFile struct {
 	// Diagnostics are the problems found, each at its file:line. A
 	// server with an error is in Servers with Invalid set.
 	Diagnostics Diagnostics
+	// Projects are the entries of the projects object that hold servers,
+	// in file order, when [ClientFileOptions.Projects] asks for them.
+	Projects []ClientProject
+}
+
+// ClientProject is one entry of the projects object of Claude Code's
+// ~/.claude.json: a project directory with servers of its own, which
+// Claude Code starts only in that project.
+type ClientProject struct {
+	// Dir is the entry's key: the project's absolute path.
+	Dir string
+	// Servers are the entry's servers, in file order, without any that
+	// starts voltmcp serve (see [ClientServer.Gateway]).
+	Servers []ClientProjectServer
+}
+
+// ClientProjectServer is a server of a [ClientProject]: its key and
+// where it is written. Read the project's entry with
+// [ClientFileOptions.Under] for its definition.
+type ClientProjectServer struct {
+	Key string
+	At  Position
 }
 
 // ClientServer is one server definition of another client's file.
@@ -157,6 +183,9 @@ func ReadClientFile(path string, opts *ClientFileOptions) (*ClientFile, error) {
 			cf.Diagnostics = d.list
 			return cf, nil
 		}
+		if o.Projects {
+			cf.Projects = clientProjects(top)
+		}
 		obj := top
 		for _, k := range o.Under {
 			obj = obj.get(k)
@@ -210,6 +239,36 @@ func ReadClientFile(path string, opts *ClientFileOptions) (*ClientFile, error) {
 	d.list.Sort()
 	cf.Diagnostics = d.list
 	return cf, nil
+}
+
+// clientProjects lists the entries of top's projects object whose
+// mcpServers map holds servers other than voltmcp's own entry.
+func clientProjects(top *node) []ClientProject {
+	projects := top.get("projects")
+	if projects == nil || projects.kind != kindObject {
+		return nil
+	}
+	var out []ClientProject
+	for _, p := range projects.fields {
+		if p.value.kind != kindObject {
+			continue
+		}
+		list := p.value.get("mcpServers")
+		if list == nil || list.kind != kindObject {
+			continue
+		}
+		cp := ClientProject{Dir: p.key}
+		for _, f := range list.fields {
+			if f.value.kind == kindObject && runsGateway(f.value) {
+				continue
+			}
+			cp.Servers = append(cp.Servers, ClientProjectServer{Key: f.key, At: list.keyPos(f.key)})
+		}
+		if len(cp.Servers) > 0 {
+			out = append(out, cp)
+		}
+	}
+	return out
 }
 
 // runsGateway reports whether a server entry starts voltmcp serve: the

@@ -27,7 +27,9 @@ func TestReadClientFileClaude(t *testing.T) {
     "github": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github@1.0.0"], "env": {"GITHUB_TOKEN": "`+clientCanary+`"}},
     "voltmcp": {"type": "stdio", "command": "voltmcp", "args": ["serve"]}
   },
-  "projects": {"/p": {"mcpServers": {"api": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer `+clientCanary+`"}}}}}
+  "projects": {"/p": {"mcpServers": {"api": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer `+clientCanary+`"}}}},
+    "/q": {"allowedTools": [], "mcpServers": {}},
+    "/r": {"mcpServers": {"voltmcp": {"command": "voltmcp", "args": ["serve"]}, "db": {"command": "db-mcp"}}}}
 }`)
 	cf, err := ReadClientFile(p, &ClientFileOptions{Schema: testSchema()})
 	if err != nil {
@@ -50,10 +52,19 @@ func TestReadClientFileClaude(t *testing.T) {
 	if !strings.Contains(string(gh.Definition(true)), clientCanary) {
 		t.Error("keepSecrets lost the literal")
 	}
-	// The per-project entry of ~/.claude.json.
-	cf, err = ReadClientFile(p, &ClientFileOptions{Schema: testSchema(), Under: []string{"projects", "/p"}})
+	if cf.Projects != nil {
+		t.Errorf("projects listed unasked: %+v", cf.Projects)
+	}
+	// The per-project entry of ~/.claude.json; with Projects, every
+	// project entry that has servers of its own, but voltmcp's.
+	cf, err = ReadClientFile(p, &ClientFileOptions{Schema: testSchema(), Under: []string{"projects", "/p"}, Projects: true})
 	if err != nil || len(cf.Servers) != 1 {
 		t.Fatalf("project servers = %+v, %v", cf, err)
+	}
+	if len(cf.Projects) != 2 || cf.Projects[0].Dir != "/p" || cf.Projects[1].Dir != "/r" ||
+		len(cf.Projects[0].Servers) != 1 || cf.Projects[0].Servers[0].Key != "api" || cf.Projects[0].Servers[0].At.Line != 7 ||
+		len(cf.Projects[1].Servers) != 1 || cf.Projects[1].Servers[0].Key != "db" || cf.Projects[1].Servers[0].At.Line != 9 {
+		t.Errorf("projects = %+v", cf.Projects)
 	}
 	api := cf.Servers[0]
 	def = string(api.Definition(false))
@@ -169,12 +180,24 @@ func TestAddRemoveServer(t *testing.T) {
 func TestEditClientFile(t *testing.T) {
 	ctx := context.Background()
 	orig := `{"numStartups": 7, "mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}, "tipsHistory": {"x": 1}}`
-	p := writeTemp(t, "claude.json", orig)
-	backup := p + ".voltmcp-backup"
+	p := writeTemp(t, ".claude.json", orig)
+	loc := Locations{Home: t.TempDir()}
+	backup := loc.BackupFile(p)
+	if !strings.HasPrefix(backup, filepath.Join(loc.Home, ".volt", "agent", "backups", "claude.json.")) || backup == loc.BackupFile(writeTemp(t, ".claude.json", "")) {
+		t.Errorf("backup file = %s", backup)
+	}
 	edit := &ClientEdit{Map: "mcpServers", Set: []NewServer{{Key: "voltmcp", Def: []byte(`{"type":"stdio","command":"voltmcp","args":["serve"]}`)}},
 		Remove: []string{"a"}, Backup: backup}
-	if err := EditClientFile(ctx, p, edit); err != nil {
+	if err := EditClientFile(ctx, loc, p, edit); err != nil {
 		t.Fatal(err)
+	}
+	// Nothing is left beside another client's file: its lock is in the
+	// agent directory.
+	if ents, _ := os.ReadDir(filepath.Dir(p)); len(ents) != 1 {
+		t.Errorf("beside the client's file: %v", ents)
+	}
+	if _, err := os.Stat(loc.LockFile(p)); err != nil || filepath.Dir(loc.LockFile(p)) != filepath.Join(loc.Home, ".volt", "agent", "locks") {
+		t.Errorf("lock file %s: %v", loc.LockFile(p), err)
 	}
 	data, _ := os.ReadFile(p)
 	text := string(data)
@@ -186,14 +209,14 @@ func TestEditClientFile(t *testing.T) {
 		t.Errorf("backup = %q", b)
 	}
 	// A second change keeps the first backup: the file as it was before voltmcp.
-	if err := EditClientFile(ctx, p, &ClientEdit{Map: "mcpServers", Remove: []string{"b"}, Backup: backup}); err != nil {
+	if err := EditClientFile(ctx, loc, p, &ClientEdit{Map: "mcpServers", Remove: []string{"b"}, Backup: backup}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(backup); string(b) != orig {
 		t.Errorf("backup replaced: %q", b)
 	}
 	// Under creates the project entry.
-	if err := EditClientFile(ctx, p, &ClientEdit{Under: []string{"projects", "/p"}, Map: "mcpServers",
+	if err := EditClientFile(ctx, loc, p, &ClientEdit{Under: []string{"projects", "/p"}, Map: "mcpServers",
 		Set: []NewServer{{Key: "x", Def: []byte(`{"command":"x"}`)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +225,7 @@ func TestEditClientFile(t *testing.T) {
 		t.Errorf("%+v %v", cf, err)
 	}
 	broken := writeTemp(t, "broken.json", `{"mcpServers": {`)
-	if err := EditClientFile(ctx, broken, edit); err == nil || !strings.Contains(err.Error(), "not changed") {
+	if err := EditClientFile(ctx, loc, broken, edit); err == nil || !strings.Contains(err.Error(), "not changed") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -245,19 +245,21 @@ type ClientEdit struct {
 	Set []NewServer
 	// Remove deletes the entries of these keys.
 	Remove []string
-	// Backup is where to copy the file before voltmcp first changes it.
-	// An existing backup is kept: it holds the file as it was before
-	// voltmcp touched it. Empty: no backup.
+	// Backup is where to copy the file before voltmcp first changes it,
+	// normally [Locations.BackupFile]. An existing backup is kept: it
+	// holds the file as it was before voltmcp touched it. Empty: no
+	// backup.
 	Backup string
 }
 
 // EditClientFile changes the servers map of another client's JSON config
 // file (~/.claude.json, .mcp.json, ~/.cursor/mcp.json, .vscode/mcp.json)
 // and keeps everything else it holds, in its order. Like voltmcp's own
-// files, it is read, edited and written under the file's lock and
+// files, it is read, edited and written under the file's lock
+// ([Locations.LockFile], so nothing is left beside the file) and
 // replaced atomically; a missing file is created, a file that does not
 // parse is left alone. The file is rewritten indented by two spaces.
-func EditClientFile(ctx context.Context, path string, e *ClientEdit) error {
+func EditClientFile(ctx context.Context, loc Locations, path string, e *ClientEdit) error {
 	if e.Map != "mcpServers" && e.Map != "servers" {
 		return fmt.Errorf("edit %s: the servers map is mcpServers or servers, not %q", path, e.Map)
 	}
@@ -270,7 +272,7 @@ func EditClientFile(ctx context.Context, path string, e *ClientEdit) error {
 		defs[i] = plain(n)
 	}
 	je := jsonEdit{fresh: func() *node { return &node{kind: kindObject, fields: []field{}} },
-		backup: e.Backup, maxSize: MaxClientFileSize, maxValues: maxClientValues}
+		backup: e.Backup, lock: loc.LockFile(path), maxSize: MaxClientFileSize, maxValues: maxClientValues}
 	return updateJSON(ctx, path, LayerFile, je, func(doc *node) error {
 		obj := doc
 		for _, k := range e.Under {

@@ -1,6 +1,11 @@
 package cue
 
-import "path/filepath"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+	"strings"
+)
 
 // Layer names where a config file sits in the precedence order.
 type Layer string
@@ -78,4 +83,35 @@ func (l Locations) Path(layer Layer) string {
 		return filepath.Join(l.Project, ".volt", "mcp.json")
 	}
 	return ""
+}
+
+// LockFile returns the lock file that voltmcp's writers hold while they
+// edit the config file at path, a layer or another client's file:
+// <Home>/.volt/agent/locks/HASH.lock, HASH naming path's absolute form.
+// It is in the directory of the user layer, which every voltmcp of this
+// home writes whatever its --agent-dir, so every writer of one file
+// names the same lock and none is left beside a file of the project or
+// of another client.
+func (l Locations) LockFile(path string) string {
+	return filepath.Join(l.Home, ".volt", "agent", "locks", pathKey(path)+".lock")
+}
+
+// BackupFile returns where voltmcp keeps the copy of another client's
+// config file it makes before it first changes it:
+// <Home>/.volt/agent/backups/NAME.HASH, NAME being the file's name
+// without a leading dot and HASH naming its absolute path, so that each
+// file has one backup and none is left beside it.
+func (l Locations) BackupFile(path string) string {
+	name := strings.TrimPrefix(filepath.Base(path), ".")
+	return filepath.Join(l.Home, ".volt", "agent", "backups", name+"."+pathKey(path)[:16])
+}
+
+// pathKey is the hex SHA-256 of path's absolute, clean form.
+func pathKey(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = filepath.Clean(path)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:])
 }

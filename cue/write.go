@@ -72,7 +72,8 @@ type WriteOptions struct {
 // updateFile applies edit to the parsed tree of the voltmcp-dialect file
 // of layer and writes the result atomically. A missing file starts as
 // {"version": 1}. The read, the edit and the write hold the file's lock
-// (safefile.Update), so edits made at once by several processes all land;
+// (safefile.Update on loc.LockFile), so edits made at once by several
+// processes all land;
 // the trust record is kept under the same lock (WriteOptions.TrustStore).
 // A nil opts is the zero WriteOptions.
 func updateFile(ctx context.Context, loc Locations, layer Layer, opts *WriteOptions, edit func(doc *node) error) error {
@@ -87,6 +88,7 @@ func updateFile(ctx context.Context, loc Locations, layer Layer, opts *WriteOpti
 			}
 			return nil
 		},
+		lock:    loc.LockFile(path),
 		maxSize: MaxFileSize, maxValues: MaxValues,
 	}
 	if opts != nil && opts.TrustStore != "" && layer.IsProject() {
@@ -106,6 +108,7 @@ type jsonEdit struct {
 	fresh  func() *node          // the tree of a missing file
 	check  func(doc *node) error // refuses a file not to edit
 	backup string                // where to copy the file before its first change; "" for none
+	lock   string                // the lock file held (Locations.LockFile)
 	// written runs after the rename, under the file's lock, with the
 	// content replaced (nil for a missing file) and the content written.
 	written   func(old, written []byte) error
@@ -114,15 +117,19 @@ type jsonEdit struct {
 }
 
 // updateJSON is the one way config files are edited: read under the
-// file's lock, parse into a node tree (which keeps every field and its
-// order), edit, and write atomically. An edit that changes nothing
-// leaves the file alone.
+// file's lock (je.lock, in voltmcp's agent directory, never beside the
+// file), parse into a node tree (which keeps every field and its order),
+// edit, and write atomically. An edit that changes nothing leaves the
+// file alone.
 func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit func(doc *node) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if je.lock == "" {
+		return fmt.Errorf("update %s: no lock file named", path)
+	}
 	edited := false
-	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: je.maxSize}, Written: je.written},
+	err := safefile.Update(ctx, path, &safefile.WriteOptions{KeepMode: true, Read: &safefile.ReadOptions{MaxSize: je.maxSize}, Written: je.written, LockFile: je.lock},
 		func(data []byte) ([]byte, error) {
 			edited = true
 			var doc *node

@@ -42,9 +42,13 @@ func TestSetServerEnabled(t *testing.T) {
 		t.Errorf("order or key spelling changed:\n%s", text)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(loc.Path(LayerUser)))
-	// The file and its lock file (see safefile.Update), nothing else.
-	if len(entries) != 2 || entries[1].Name() != filepath.Base(loc.Path(LayerUser))+".lock" {
+	// The file and the directory of locks (see Locations.LockFile),
+	// nothing else.
+	if len(entries) != 2 || entries[0].Name() != "locks" || entries[1].Name() != filepath.Base(loc.Path(LayerUser)) {
 		t.Errorf("temporary files left behind: %v", entries)
+	}
+	if _, err := os.Stat(loc.LockFile(loc.Path(LayerUser))); err != nil {
+		t.Errorf("the lock: %v", err)
 	}
 	// The overlay takes effect through the normal load.
 	res, err := Load(ctx, loc, &Options{Schema: testSchema()})
@@ -77,6 +81,14 @@ func TestSetServerEnabledCreatesFile(t *testing.T) {
 	}
 	if info.Mode().Perm() != 0o600 {
 		t.Errorf("mode = %v", info.Mode().Perm())
+	}
+	// The project's .volt holds the file alone: its lock is in the agent
+	// directory, not in the project.
+	if ents, _ := os.ReadDir(filepath.Dir(loc.Path(LayerProject))); len(ents) != 1 {
+		t.Errorf(".volt holds %v", ents)
+	}
+	if _, err := os.Stat(loc.LockFile(loc.Path(LayerProject))); err != nil {
+		t.Errorf("the lock: %v", err)
 	}
 	data, _ := os.ReadFile(loc.Path(LayerProject))
 	if !strings.Contains(string(data), `"version": 1`) || !strings.Contains(string(data), `"enabled": false`) {

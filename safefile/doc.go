@@ -9,9 +9,10 @@
 // a file atomically: a temporary file in the same directory, written,
 // synced and renamed over the path, then the directory synced. [Update]
 // is a read-modify-write that holds an exclusive lock on a lock file
-// beside the path (path + ".lock") for its whole length and reads the
-// file inside it, so two processes updating one file never lose either
-// change.
+// beside the path (path + ".lock"), or one named elsewhere
+// ([WriteOptions.LockFile], [LockAt]), for its whole length and reads
+// the file inside it, so two processes updating one file never lose
+// either change.
 //
 // The package imports only the standard library. On platforms without
 // flock (Windows and others), [Lock] and [Update] serialize nothing

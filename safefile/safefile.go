@@ -204,6 +204,10 @@ type WriteOptions struct {
 	// lock, such as recording the content written. Its error is Update's.
 	// It is not called when nothing is written. Nil means none.
 	Written func(old, written []byte) error
+	// LockFile is the lock file [Update] holds (see [LockAt]), for a
+	// file beside which voltmcp must leave nothing. Every writer of the
+	// file must name the same one. Empty means path + ".lock".
+	LockFile string
 }
 
 func (o *WriteOptions) mode() fs.FileMode {
@@ -260,13 +264,18 @@ func writeFile(path string, data []byte, mode fs.FileMode) (err error) {
 // Update changes the file at path with edit, serialized with every other
 // Update (and [Lock]) of the same path, in this process or another: it
 // takes an exclusive lock on path + ".lock" (created 0600 beside path,
-// and left there), reads the file inside the lock, calls edit with its
-// bytes (nil when the file does not exist), and writes what edit returns
-// with [WriteFile] (then calls [WriteOptions.Written]) before it lets go. When edit returns nil bytes or an
-// error, the file is left as it was; the error is returned as edit gave
-// it. Waiting for the lock ends with ctx.
+// and left there), or on [WriteOptions.LockFile] when set, reads the
+// file inside the lock, calls edit with its bytes (nil when the file does
+// not exist), and writes what edit returns with [WriteFile] (then calls
+// [WriteOptions.Written]) before it lets go. When edit returns nil bytes
+// or an error, the file is left as it was; the error is returned as edit
+// gave it. Waiting for the lock ends with ctx.
 func Update(ctx context.Context, path string, opts *WriteOptions, edit func(old []byte) ([]byte, error)) error {
-	unlock, err := Lock(ctx, path)
+	lp := path + ".lock"
+	if opts != nil && opts.LockFile != "" {
+		lp = opts.LockFile
+	}
+	unlock, err := lock(ctx, path, lp)
 	if err != nil {
 		return err
 	}
@@ -308,7 +317,19 @@ func Update(ctx context.Context, path string, opts *WriteOptions, edit func(old 
 // files of one name. It is what [Update] holds; use it directly for a
 // read-modify-write that does more than rewrite one file.
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
-	lp := path + ".lock"
+	return lock(ctx, path, path+".lock")
+}
+
+// LockAt is [Lock] on the lock file lockFile itself, wherever it is: for
+// a file beside which nothing may be left, whose lock lives elsewhere
+// (voltmcp keeps those of config files in its agent directory). The
+// processes that mean to serialize must all name the same lock file.
+func LockAt(ctx context.Context, lockFile string) (unlock func(), err error) {
+	return lock(ctx, lockFile, lockFile)
+}
+
+// lock takes the lock on the lock file lp for path, which errors name.
+func lock(ctx context.Context, path, lp string) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(lp), 0o700); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, Pathless(err))
 	}

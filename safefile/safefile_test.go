@@ -93,7 +93,9 @@ func TestWriteFile(t *testing.T) {
 
 // TestUpdateAcrossProcesses starts processes that each add their own
 // lines to one file at once, and checks that no addition was lost: the
-// read-modify-write of each runs inside the lock.
+// read-modify-write of each runs inside the lock, beside the file or,
+// with WriteOptions.LockFile, in another directory, which then leaves
+// nothing beside the file.
 func TestUpdateAcrossProcesses(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no flock")
@@ -101,13 +103,21 @@ func TestUpdateAcrossProcesses(t *testing.T) {
 	if p := os.Getenv("SAFEFILE_UPDATE_FILE"); p != "" {
 		return // the child's work is done by TestMain
 	}
-	p := filepath.Join(t.TempDir(), "shared.txt")
+	t.Run("beside", func(t *testing.T) { updateAcrossProcesses(t, "") })
+	t.Run("elsewhere", func(t *testing.T) {
+		updateAcrossProcesses(t, filepath.Join(t.TempDir(), "locks", "shared.lock"))
+	})
+}
+
+func updateAcrossProcesses(t *testing.T, lockFile string) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "shared.txt")
 	const procs, each = 6, 20
 	var cmds []*exec.Cmd
 	for i := range procs {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestUpdateAcrossProcesses$")
 		cmd.Env = append(os.Environ(), "SAFEFILE_UPDATE_FILE="+p, "SAFEFILE_UPDATE_ID="+strconv.Itoa(i),
-			"SAFEFILE_UPDATE_N="+strconv.Itoa(each))
+			"SAFEFILE_UPDATE_N="+strconv.Itoa(each), "SAFEFILE_UPDATE_LOCK="+lockFile)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -127,6 +137,15 @@ func TestUpdateAcrossProcesses(t *testing.T) {
 	if len(lines) != procs*each {
 		t.Fatalf("%d lines, want %d: updates were lost", len(lines), procs*each)
 	}
+	if lockFile == "" {
+		return
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("beside the file: %v, want only the file", ents)
+	}
+	if _, err := os.Stat(lockFile); err != nil {
+		t.Errorf("the lock file: %v", err)
+	}
 }
 
 func TestMain(m *testing.M) {
@@ -134,7 +153,8 @@ func TestMain(m *testing.M) {
 		id := os.Getenv("SAFEFILE_UPDATE_ID")
 		n, _ := strconv.Atoi(os.Getenv("SAFEFILE_UPDATE_N"))
 		for i := range n {
-			err := safefile.Update(context.Background(), p, nil, func(old []byte) ([]byte, error) {
+			opts := &safefile.WriteOptions{LockFile: os.Getenv("SAFEFILE_UPDATE_LOCK")}
+			err := safefile.Update(context.Background(), p, opts, func(old []byte) ([]byte, error) {
 				// Widen the window between read and write, as a slow
 				// parse would.
 				time.Sleep(time.Millisecond)
@@ -196,6 +216,10 @@ func TestLockEndsWithContext(t *testing.T) {
 	// process waits like another process would.
 	if _, err := safefile.Lock(ctx, p); !errors.Is(err, context.Canceled) {
 		t.Fatalf("second Lock = %v, want context.Canceled", err)
+	}
+	// LockAt names the lock file itself: the same one is the same lock.
+	if _, err := safefile.LockAt(ctx, p+".lock"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("LockAt of the same lock file = %v, want context.Canceled", err)
 	}
 }
 

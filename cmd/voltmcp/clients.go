@@ -31,6 +31,14 @@ type clientFile struct {
 	opts   cue.ClientFileOptions
 	// project is true for a file of the project (or a per-project entry).
 	project bool
+	// local is true for Claude Code's entry of this project in
+	// ~/.claude.json: servers Claude Code starts in this project alone,
+	// which import writes to the project's voltmcp file, never the user's.
+	local bool
+	// projects is true for ~/.claude.json read at its top: its entries of
+	// other projects are servers of those projects alone, which import
+	// lists and skips.
+	projects bool
 	// layer is set when voltmcp reads the file itself as one of its
 	// layers (.mcp.json is the project-shared layer).
 	layer cue.Layer
@@ -78,9 +86,9 @@ func clientFiles(g globals) []clientFile {
 		desktop = filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json")
 	}
 	return []clientFile{
-		{client: clientClaudeCode, label: "Claude Code (user)", path: filepath.Join(home, ".claude.json"), opts: claude},
+		{client: clientClaudeCode, label: "Claude Code (user)", path: filepath.Join(home, ".claude.json"), opts: claude, projects: true},
 		{client: clientClaudeCode, label: "Claude Code (this project, local)", path: filepath.Join(home, ".claude.json"),
-			under: []string{"projects", abs}, opts: claude, project: true},
+			under: []string{"projects", abs}, opts: claude, project: true, local: true},
 		{client: clientClaudeCode, label: "Claude Code (project)", path: filepath.Join(project, ".mcp.json"), opts: claude, project: true,
 			layer: cue.LayerProjectShared},
 		{client: clientClaudeDesktop, label: "Claude Desktop", path: desktop, opts: claude},

@@ -6,21 +6,31 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/voltmcp/voltmcp/cue"
 )
 
 // TestConcurrentDisableLosesNothing runs real `voltmcp disable` and
 // `voltmcp enable` processes at once, each on its own server of one
-// voltmcp-owned file, and checks that every change landed: the
-// read-modify-write of the file is serialized between processes.
+// voltmcp-owned file (the user's, then the project's), and checks that
+// every change landed: the read-modify-write of the file is serialized
+// between processes, by a lock in the agent directory that leaves
+// nothing in the project.
 func TestConcurrentDisableLosesNothing(t *testing.T) {
+	t.Run("user", func(t *testing.T) { concurrentDisable(t, cue.LayerUser) })
+	t.Run("project", func(t *testing.T) { concurrentDisable(t, cue.LayerProject) })
+}
+
+func concurrentDisable(t *testing.T, layer cue.Layer) {
 	home, project := t.TempDir(), t.TempDir()
+	loc := cue.Locations{Home: home, Project: project}
 	const n = 8
 	servers := map[string]any{}
 	for i := range n {
 		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": "true"}
 	}
 	data, _ := json.Marshal(map[string]any{"version": 1, "servers": servers})
-	file := filepath.Join(home, ".volt", "agent", "mcp.json")
+	file := loc.Path(layer)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +46,7 @@ func TestConcurrentDisableLosesNothing(t *testing.T) {
 		done := make(chan proc, n)
 		for i := range n {
 			id := fmt.Sprintf("s%d", i)
-			cmd := cliCommand(verb, id, "--home", home, "--project", project)
+			cmd := cliCommand(verb, id, "--home", home, "--project", project, "--approve")
 			cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CACHE_HOME="+testCacheDir)
 			go func() {
 				out, err := cmd.CombinedOutput()
@@ -70,5 +80,11 @@ func TestConcurrentDisableLosesNothing(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("file:\n%s", got)
 		}
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(file)); layer == cue.LayerProject && len(ents) != 1 {
+		t.Errorf("beside %s: %v, want the file alone", file, ents)
+	}
+	if _, err := os.Stat(loc.LockFile(file)); err != nil {
+		t.Errorf("the lock: %v", err)
 	}
 }

@@ -34,7 +34,10 @@ entry of this project; .mcp.json), Claude Desktop, Cursor (~/.cursor/mcp.json,
 each server with the file:line it comes from, the servers it skips and why
 (already in voltmcp, defined twice, invalid, or the entry that points a
 client at voltmcp), and each credential written in plain text, shown only
-as the ${env:NAME} reference that replaces it.
+as the ${env:NAME} reference that replaces it. Claude Code's servers of this
+project (~/.claude.json's projects["<project>"]) are this project's alone:
+they go to <project>/.volt/mcp.json whatever --scope says; those of other
+projects are listed and skipped (run import in that project).
 
 With --yes it writes them, atomically and keeping the rest of the file,
 and lists the variables to set where voltmcp serve runs. A literal secret is
@@ -80,16 +83,16 @@ Examples:
 			return err
 		}
 		p.print(e.stdout, e.stderr)
-		if len(p.write) == 0 {
+		if p.count() == 0 {
 			fmt.Fprintln(e.stdout, "Nothing to import.")
 		} else if !yes {
-			fmt.Fprintf(e.stdout, "Would write %d %s to %s. Run again with --yes to write %s.\n", len(p.write), plural(len(p.write), "server"), p.target, pronoun(len(p.write)))
+			fmt.Fprintf(e.stdout, "Would write %s. Run again with --yes to write %s.\n", p.describe(), pronoun(p.count()))
 		} else {
 			if err := p.apply(ctx, e); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "Wrote %d %s to %s. Next: 'voltmcp refresh' lists their tools; 'voltmcp setup CLIENT' points a client at voltmcp.\n",
-				len(p.write), plural(len(p.write), "server"), p.target)
+			fmt.Fprintf(e.stdout, "Wrote %s. Next: 'voltmcp refresh' lists their tools; 'voltmcp setup CLIENT' points a client at voltmcp.\n", p.describe())
+			p.trustHint(e.stdout)
 		}
 		if p.errors {
 			return errFindings
@@ -107,29 +110,84 @@ type importOptions struct {
 	moving string
 }
 
+// importDest is one voltmcp-owned file import writes, with the servers
+// it writes there.
+type importDest struct {
+	layer   cue.Layer
+	path    string
+	servers []cue.NewServer
+}
+
 // importPlan is what import would write.
 type importPlan struct {
-	layer  cue.Layer
-	target string
-	opts   importOptions
-	lines  bytes.Buffer // the plan, for stdout
-	diags  bytes.Buffer // the files' problems, for stderr
-	write  []cue.NewServer
-	keys   []string // the keys written, per client file key (for --move)
-	vars   map[string][]string
-	errors bool
+	// dests are the files written: the one --scope names first, then the
+	// project's for Claude Code's entries of this project, when that is
+	// another file.
+	dests   []*importDest
+	opts    importOptions
+	trusted bool         // whether the project's layers load
+	lines   bytes.Buffer // the plan, for stdout
+	diags   bytes.Buffer // the files' problems, for stderr
+	vars    map[string][]string
+	errors  bool
+}
+
+// dest returns the destination of layer, adding it when new.
+func (p *importPlan) dest(loc cue.Locations, layer cue.Layer) *importDest {
+	for _, d := range p.dests {
+		if d.layer == layer {
+			return d
+		}
+	}
+	d := &importDest{layer: layer, path: loc.Path(layer)}
+	p.dests = append(p.dests, d)
+	return d
+}
+
+// count is the number of servers the plan writes.
+func (p *importPlan) count() int {
+	n := 0
+	for _, d := range p.dests {
+		n += len(d.servers)
+	}
+	return n
+}
+
+// describe says what the plan writes where: "2 servers to FILE and 1
+// server to FILE".
+func (p *importPlan) describe() string {
+	var parts []string
+	for _, d := range p.dests {
+		if len(d.servers) > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s to %s", len(d.servers), plural(len(d.servers), "server"), d.path))
+		}
+	}
+	return strings.Join(parts, " and ")
+}
+
+// writesProject reports whether the plan writes the project's file.
+func (p *importPlan) writesProject() bool {
+	for _, d := range p.dests {
+		if d.layer.IsProject() && len(d.servers) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // planImport reads the client files and decides, server by server, what
-// to write to layer. It writes nothing.
+// to write to layer; Claude Code's servers of this project alone go to
+// the project's file. It writes nothing.
 func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer, o *importOptions) (*importPlan, error) {
 	loc := cue.Locations{Home: e.g.home, Project: e.g.project}
-	p := &importPlan{layer: layer, target: loc.Path(layer), opts: *o, vars: map[string][]string{}}
+	p := &importPlan{opts: *o, vars: map[string][]string{}}
+	p.dest(loc, layer)
 	res, err := cue.Load(ctx, loc, &cue.Options{Approve: e.g.approve, NoApprove: e.g.noApprove,
 		TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
 	if err != nil {
 		return nil, failuref("%w", err)
 	}
+	p.trusted = res.Trust.Trusted
 	have := map[string]cue.Server{}
 	for _, s := range res.Config.Servers {
 		have[s.ID] = s
@@ -137,6 +195,10 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 	schema, err := cue.NewSchema()
 	if err != nil {
 		return nil, failuref("%w", err)
+	}
+	here, err := filepath.Abs(e.g.project)
+	if err != nil {
+		here = filepath.Clean(e.g.project)
 	}
 	type seenAt struct {
 		where string
@@ -146,6 +208,7 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 	for _, f := range files {
 		f.opts.Schema = schema
 		f.opts.Under = f.under
+		f.opts.Projects = f.projects
 		cf, err := cue.ReadClientFile(f.path, &f.opts)
 		if err != nil {
 			fmt.Fprintf(&p.diags, "%s: %s\n", clean(f.path), clean(err.Error()))
@@ -153,6 +216,7 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 			continue
 		}
 		if !cf.Found || (len(cf.Servers) == 0 && len(cf.Diagnostics) == 0) {
+			p.skipProjects(f, cf, here)
 			continue
 		}
 		for _, d := range cf.Diagnostics {
@@ -162,7 +226,12 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 			p.errors = p.errors || d.Severity == cue.SeverityError
 			fmt.Fprintf(&p.diags, "%s\n", clean(d.String()))
 		}
+		to := p.dests[0]
 		fmt.Fprintf(&p.lines, "%s: %s\n", f.label, clean(f.where()))
+		if f.local {
+			to = p.dest(loc, cue.LayerProject)
+			fmt.Fprintf(&p.lines, "  (Claude Code starts these in this project alone: they go to %s, never to the user file)\n", clean(to.path))
+		}
 		for _, s := range cf.Servers {
 			at := fmt.Sprintf("%s:%d", s.At.File, s.At.Line)
 			skip := func(why string) {
@@ -187,9 +256,9 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 				skip("the same as at " + prev.where)
 			case dup:
 				skip("also defined at " + prev.where + ", which is imported")
-			case inVoltmcp && cur.File != o.moving && !(o.force && cur.File == p.target):
+			case inVoltmcp && cur.File != o.moving && !(o.force && cur.File == to.path):
 				hint := ""
-				if cur.File == p.target {
+				if cur.File == to.path {
 					hint = "; --force replaces it"
 				}
 				skip(fmt.Sprintf("voltmcp already has %q from %s (%s)%s", cur.ID, cur.File, cur.Layer, hint))
@@ -204,12 +273,29 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 					fmt.Fprintf(&p.lines, "      %s holds a literal secret: written as ${env:%s}\n", clean(sec.Field), sec.Variable)
 					p.vars[sec.Variable] = append(p.vars[sec.Variable], s.ID)
 				}
-				p.write = append(p.write, cue.NewServer{Key: s.Key, Def: def})
-				p.keys = append(p.keys, s.Key)
+				to.servers = append(to.servers, cue.NewServer{Key: s.Key, Def: def})
 			}
 		}
+		p.skipProjects(f, cf, here)
 	}
 	return p, nil
+}
+
+// skipProjects lists the servers of the other projects' entries of
+// ~/.claude.json, which Claude Code starts in those projects alone: they
+// are not voltmcp's to run here, nor in every project from the user
+// file; import run in the project brings them in there.
+func (p *importPlan) skipProjects(f clientFile, cf *cue.ClientFile, here string) {
+	for _, cp := range cf.Projects {
+		if filepath.Clean(cp.Dir) == here {
+			continue // this project's entry, read as its own file
+		}
+		fmt.Fprintf(&p.lines, "Claude Code (project %s, local): %s (projects → %s)\n", clean(cp.Dir), clean(f.path), clean(cp.Dir))
+		for _, s := range cp.Servers {
+			fmt.Fprintf(&p.lines, "  - %-16s skipped: Claude Code starts it in %s alone; run 'voltmcp import' there (or with --project %s) to import it for that project (%s:%d)\n",
+				clean(s.Key), clean(cp.Dir), clean(cp.Dir), clean(s.At.File), s.At.Line)
+		}
+	}
 }
 
 // print writes the plan to stdout and the files' problems to stderr.
@@ -227,14 +313,27 @@ func (p *importPlan) print(stdout, stderr io.Writer) {
 	}
 }
 
-// apply writes the plan's servers in one atomic update.
+// apply writes the plan's servers, in one atomic update of each file.
 func (p *importPlan) apply(ctx context.Context, e *env) error {
 	loc := cue.Locations{Home: e.g.home, Project: e.g.project}
-	err := cue.AddServers(ctx, loc, p.layer, p.write, &cue.AddOptions{Replace: p.opts.force, AllowLiteralSecrets: p.opts.keepSecrets, TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
-	if err != nil {
-		return failuref("%w", err)
+	for _, d := range p.dests {
+		if len(d.servers) == 0 {
+			continue
+		}
+		err := cue.AddServers(ctx, loc, d.layer, d.servers, &cue.AddOptions{Replace: p.opts.force, AllowLiteralSecrets: p.opts.keepSecrets, TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
+		if err != nil {
+			return failuref("%w", err)
+		}
 	}
 	return nil
+}
+
+// trustHint says, after a write to the project's file of a project that
+// is not trusted, that voltmcp loads it once it is.
+func (p *importPlan) trustHint(w io.Writer) {
+	if p.writesProject() && !p.trusted {
+		fmt.Fprintln(w, "voltmcp loads the project's .volt/mcp.json once the project is trusted: run 'voltmcp trust'.")
+	}
 }
 
 // sameServer reports whether two definitions in voltmcp's dialect

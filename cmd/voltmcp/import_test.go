@@ -1,10 +1,13 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/voltmcp/voltmcp/cue"
 )
 
 // importCanary is a credential written in plain text in the fixtures: it
@@ -24,7 +27,8 @@ func clientFixtures(t *testing.T) (home, project string) {
   "mcpServers": {
     "github": {"type": "stdio", "command": "github-mcp-server", "args": ["stdio"], "env": {"GITHUB_TOKEN": "` + importCanary + `"}}
   },
-  "projects": {"` + abs + `": {"mcpServers": {"local-db": {"type": "stdio", "command": "db-mcp"}}}}
+  "projects": {"` + abs + `": {"mcpServers": {"local-db": {"type": "stdio", "command": "db-mcp"}}},
+    "/elsewhere/other": {"mcpServers": {"other-db": {"command": "other-db-mcp"}}}}
 }
 `,
 		filepath.Join(project, ".mcp.json"): `{"mcpServers": {"shared": {"command": "shared-mcp"}}}
@@ -73,6 +77,7 @@ func TestImport(t *testing.T) {
 		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
 	}
 	user := filepath.Join(home, ".volt", "agent", "mcp.json")
+	projectFile := filepath.Join(project, ".volt", "mcp.json")
 	r := cli("import")
 	noCanary(t, "import's output", r.stdout+r.stderr)
 	if r.code != exitOK {
@@ -80,7 +85,13 @@ func TestImport(t *testing.T) {
 	}
 	for _, want := range []string{
 		"+ github", filepath.Join(home, ".claude.json") + ":4",
+		// Claude Code's servers of this project go to the project's file;
+		// another project's are that project's alone.
 		"+ local-db", filepath.Join(home, ".claude.json") + ":6",
+		"Claude Code starts these in this project alone: they go to " + projectFile + ", never to the user file",
+		"Claude Code (project /elsewhere/other, local): " + filepath.Join(home, ".claude.json") + " (projects → /elsewhere/other)",
+		"- other-db", "skipped: Claude Code starts it in /elsewhere/other alone; run 'voltmcp import' there (or with --project /elsewhere/other) to import it for that project (" +
+			filepath.Join(home, ".claude.json") + ":7)",
 		"= shared", "voltmcp reads this file itself (project-shared layer); run 'voltmcp trust' to load it",
 		"+ desktop-fs", "claude_desktop_config.json:1",
 		"- github", "the same as at " + filepath.Join(home, ".claude.json") + ":4",
@@ -90,7 +101,7 @@ func TestImport(t *testing.T) {
 		"+ vs-notes", "+ wind",
 		"+ docs", filepath.Join(home, ".codex", "config.toml") + ":3",
 		"Set these variables in the environment voltmcp serve runs in (the client that starts it): GITHUB_TOKEN, LINEAR_TOKEN.",
-		"Would write 7 servers to " + user + ". Run again with --yes",
+		"Would write 6 servers to " + user + " and 1 server to " + projectFile + ". Run again with --yes",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("dry run lacks %q\n%s", want, r)
@@ -101,7 +112,8 @@ func TestImport(t *testing.T) {
 	}
 	r = cli("import", "--yes")
 	noCanary(t, "import --yes's output", r.stdout+r.stderr)
-	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 7 servers to "+user) {
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 6 servers to "+user+" and 1 server to "+projectFile) ||
+		!strings.Contains(r.stdout, "run 'voltmcp trust'") {
 		t.Fatalf("import --yes:\n%s", r)
 	}
 	data, err := os.ReadFile(user)
@@ -109,12 +121,18 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	noCanary(t, "the written file", string(data))
+	if strings.Contains(string(data), "local-db") || strings.Contains(string(data), "other-db") {
+		t.Errorf("the user file holds a project's own server:\n%s", data)
+	}
+	if local, _ := os.ReadFile(projectFile); !strings.Contains(string(local), `"local-db"`) || strings.Contains(string(local), "other-db") {
+		t.Errorf("%s:\n%s", projectFile, local)
+	}
 	for _, want := range []string{`"GITHUB_TOKEN": "${env:GITHUB_TOKEN}"`, `"Authorization": "Bearer ${env:LINEAR_TOKEN}"`, `"connectTimeoutMs": 20000`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("written file lacks %s:\n%s", want, data)
 		}
 	}
-	r = cli("servers")
+	r = cli("servers", "--approve")
 	for _, id := range []string{"github", "local-db", "desktop-fs", "linear", "vs-notes", "wind", "docs"} {
 		if !strings.Contains(r.stdout, id) {
 			t.Errorf("servers lacks %s\n%s", id, r)
@@ -163,7 +181,7 @@ func TestImportMalformedFile(t *testing.T) {
 	if r.code != exitFindings || !strings.Contains(r.stderr, bad+":4:") || !strings.Contains(r.stderr, codex+":") {
 		t.Fatalf("import:\n%s", r)
 	}
-	if !strings.Contains(r.stdout, "Wrote 5 servers") {
+	if !strings.Contains(r.stdout, "Wrote 4 servers to "+filepath.Join(home, ".volt", "agent", "mcp.json")+" and 1 server to ") {
 		t.Errorf("the other files did not import:\n%s", r)
 	}
 }
@@ -249,28 +267,37 @@ func TestSetup(t *testing.T) {
 		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
 	}
 	claude := filepath.Join(home, ".claude.json")
+	loc := cue.Locations{Home: home, Project: project}
+	backup := loc.BackupFile(claude)
+	abs, _ := filepath.Abs(project)
+	user, projectFile := loc.Path(cue.LayerUser), loc.Path(cue.LayerProject)
 	before, _ := os.ReadFile(claude)
 	r := cli("setup", "claude-code")
 	if r.code != exitOK || !strings.Contains(r.stdout, `Would add "voltmcp" (voltmcp serve) to `+claude) ||
+		!strings.Contains(r.stdout, "the file as it was is kept in "+backup) ||
 		!strings.Contains(r.stdout, "Claude Code (user) would still start 1 server of its own, besides voltmcp: github") ||
+		// The project's entry in ~/.claude.json: Claude Code starts it here too.
+		!strings.Contains(r.stdout, "Claude Code (this project, local) would still start 1 server of its own, besides voltmcp: local-db. "+
+			"'--move' imports them into "+projectFile+" (for this project alone) and removes them from "+claude+" (projects → "+abs+")") ||
 		!strings.Contains(r.stdout, "Nothing changed. Run again with --yes") {
 		t.Fatalf("setup dry run:\n%s", r)
 	}
 	if after, _ := os.ReadFile(claude); string(after) != string(before) {
 		t.Fatal("the dry run changed the file")
 	}
-	if _, err := os.Stat(claude + backupSuffix); err == nil {
+	if _, err := os.Stat(backup); err == nil {
 		t.Fatal("the dry run made a backup")
 	}
 	r = cli("setup", "claude-code", "--yes")
-	if r.code != exitOK || !strings.Contains(r.stdout, "Updated "+claude) {
+	if r.code != exitOK || !strings.Contains(r.stdout, "Updated "+claude+"; the file as it was before voltmcp first changed it is in "+backup) {
 		t.Fatalf("setup --yes:\n%s", r)
 	}
-	if b, _ := os.ReadFile(claude + backupSuffix); string(b) != string(before) {
+	if b, _ := os.ReadFile(backup); string(b) != string(before) {
 		t.Errorf("backup = %s", b)
 	}
+	noLitter(t, home, project)
 	data, _ := os.ReadFile(claude)
-	for _, want := range []string{`"numStartups": 12`, `"github"`, `"voltmcp": {`, `"serve"`, `"projects"`} {
+	for _, want := range []string{`"numStartups": 12`, `"github"`, `"voltmcp": {`, `"serve"`, `"projects"`, `"local-db"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("the edited file lacks %s:\n%s", want, data)
 		}
@@ -279,17 +306,25 @@ func TestSetup(t *testing.T) {
 	if r := cli("import", "--from", "claude-code"); !strings.Contains(r.stdout, "skipped: the entry that points Claude Code (user) at voltmcp") {
 		t.Errorf("import after setup:\n%s", r)
 	}
-	// --move: the servers go to voltmcp, the client keeps only voltmcp.
+	// --move: the servers go to voltmcp, the project's own to the
+	// project's file, and the client keeps only voltmcp and the servers
+	// of other projects.
 	r = cli("setup", "claude-code", "--move", "--yes")
 	noCanary(t, "setup --move's output", r.stdout+r.stderr)
-	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 1 server to "+filepath.Join(home, ".volt", "agent", "mcp.json")) {
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 1 server to "+user+" and 1 server to "+projectFile) ||
+		!strings.Contains(r.stdout, "Updated "+claude+" (projects → "+abs+")") ||
+		!strings.Contains(r.stdout, "- other-db") || !strings.Contains(r.stdout, "voltmcp trust") {
 		t.Fatalf("setup --move:\n%s", r)
 	}
 	data, _ = os.ReadFile(claude)
-	if strings.Contains(string(data), `"github"`) || !strings.Contains(string(data), `"voltmcp"`) || !strings.Contains(string(data), `"local-db"`) {
+	if strings.Contains(string(data), `"github"`) || !strings.Contains(string(data), `"voltmcp"`) || strings.Contains(string(data), `"local-db"`) ||
+		!strings.Contains(string(data), `"other-db"`) {
 		t.Errorf("after --move:\n%s", data)
 	}
-	if b, _ := os.ReadFile(claude + backupSuffix); string(b) != string(before) {
+	if u, _ := os.ReadFile(user); strings.Contains(string(u), "local-db") || !strings.Contains(string(u), "github") {
+		t.Errorf("the user file after --move:\n%s", u)
+	}
+	if b, _ := os.ReadFile(backup); string(b) != string(before) {
 		t.Errorf("the backup changed: %s", b)
 	}
 	if r := cli("servers"); !strings.Contains(r.stdout, "github") || strings.Contains(r.stdout, "\nvoltmcp ") {
@@ -297,15 +332,20 @@ func TestSetup(t *testing.T) {
 	}
 	// The project's .mcp.json: its servers move to .volt/mcp.json, and
 	// the voltmcp entry it gets is not loaded by voltmcp.
+	mcpBefore, _ := os.ReadFile(filepath.Join(project, ".mcp.json"))
 	r = cli("setup", "claude-code", "--scope", "project", "--move", "--yes")
 	if r.code != exitOK || !strings.Contains(r.stdout, "voltmcp trust") {
 		t.Fatalf("setup project --move:\n%s", r)
 	}
-	if data, _ := os.ReadFile(filepath.Join(project, ".volt", "mcp.json")); !strings.Contains(string(data), `"shared"`) {
+	if data, _ := os.ReadFile(projectFile); !strings.Contains(string(data), `"shared"`) || !strings.Contains(string(data), `"local-db"`) {
 		t.Errorf(".volt/mcp.json:\n%s", data)
 	}
+	if b, _ := os.ReadFile(loc.BackupFile(filepath.Join(project, ".mcp.json"))); string(b) != string(mcpBefore) {
+		t.Errorf("the backup of .mcp.json = %s", b)
+	}
+	noLitter(t, home, project)
 	r = cli("servers", "--approve")
-	if !strings.Contains(r.stdout, "shared") || strings.Contains(r.stdout, "voltmcp ") {
+	if !strings.Contains(r.stdout, "shared") || !strings.Contains(r.stdout, "local-db") || strings.Contains(r.stdout, "voltmcp ") {
 		t.Errorf("servers after project --move:\n%s", r)
 	}
 	if r := cli("vet", "--approve"); r.code != exitOK {
@@ -319,7 +359,61 @@ func TestSetup(t *testing.T) {
 	if !strings.Contains(string(data), `"servers"`) || !strings.Contains(string(data), `"type": "stdio"`) || !strings.Contains(string(data), `"vs-notes"`) {
 		t.Errorf(".vscode/mcp.json:\n%s", data)
 	}
+	noLitter(t, home, project)
 	if r := cli("setup", "windsurf"); r.code != exitUsage {
 		t.Errorf("setup windsurf:\n%s", r)
+	}
+}
+
+// TestSetupProjectMovesLocal: setup --scope project --move also moves
+// Claude Code's entry of this project in ~/.claude.json into the
+// project's .volt/mcp.json, and leaves the user's servers and other
+// projects' alone.
+func TestSetupProjectMovesLocal(t *testing.T) {
+	home, project := clientFixtures(t)
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	claude := filepath.Join(home, ".claude.json")
+	loc := cue.Locations{Home: home, Project: project}
+	before, _ := os.ReadFile(claude)
+	r := runCLI(t, env, "setup", "claude-code", "--scope", "project", "--move", "--yes", "--home", home, "--project", project)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 2 servers to "+loc.Path(cue.LayerProject)) ||
+		!strings.Contains(r.stdout, "the file as it was before voltmcp first changed it is in "+loc.BackupFile(claude)) {
+		t.Fatalf("setup:\n%s", r)
+	}
+	data, _ := os.ReadFile(claude)
+	if strings.Contains(string(data), `"local-db"`) || !strings.Contains(string(data), `"github"`) || !strings.Contains(string(data), `"other-db"`) ||
+		strings.Contains(string(data), `"voltmcp"`) {
+		t.Errorf("~/.claude.json:\n%s", data)
+	}
+	if b, _ := os.ReadFile(loc.BackupFile(claude)); string(b) != string(before) {
+		t.Errorf("backup = %s", b)
+	}
+	if data, _ := os.ReadFile(loc.Path(cue.LayerProject)); !strings.Contains(string(data), `"local-db"`) || !strings.Contains(string(data), `"shared"`) {
+		t.Errorf(".volt/mcp.json:\n%s", data)
+	}
+	if _, err := os.Stat(loc.Path(cue.LayerUser)); err == nil {
+		t.Error("the user file was written")
+	}
+	noLitter(t, home, project)
+}
+
+// noLitter fails the test for a lock file or a backup that voltmcp left
+// in the project or in home outside its agent directory.
+func noLitter(t *testing.T, home, project string) {
+	t.Helper()
+	agent := filepath.Join(home, ".volt", "agent")
+	for _, root := range []string{home, project} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if p == agent {
+				return filepath.SkipDir
+			}
+			if name := d.Name(); strings.HasSuffix(name, ".lock") || strings.Contains(name, "voltmcp-backup") || strings.HasSuffix(name, ".tmp") {
+				t.Errorf("voltmcp left %s", p)
+			}
+			return nil
+		})
 	}
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 )
 
-// backupSuffix names the copy setup keeps of a client's file before it
-// first changes it.
-const backupSuffix = ".voltmcp-backup"
-
 // gatewayKey is the name of the entry setup writes.
 const gatewayKey = "voltmcp"
 
@@ -29,6 +25,18 @@ func setupTarget(g globals, client, scope string) clientFile {
 		return f
 	}
 	panic("setup: no file for " + client + " " + scope) // setupClients all have both
+}
+
+// setupLocal returns the client's entry of this project in a user file
+// (Claude Code's projects entry of ~/.claude.json), whose servers the
+// client starts in this project whatever setup's scope, or false.
+func setupLocal(g globals, client string) (clientFile, bool) {
+	for _, f := range clientFiles(g) {
+		if f.client == client && f.local {
+			return f, true
+		}
+	}
+	return clientFile{}, false
 }
 
 func setupCommand() *command {
@@ -46,14 +54,18 @@ Adds an entry "voltmcp" that runs 'voltmcp serve' to the client's MCP file:
   vscode       VS Code's user mcp.json (servers, type stdio); --scope project: .vscode/mcp.json
 
 Everything else in the file is kept, in its order. The first change saves
-a copy beside it (FILE` + backupSuffix + `); the edit is atomic and locked.
+a copy of the file in <home>/.volt/agent/backups/ (setup prints where); the
+edit is atomic, and its lock is kept there too, so nothing is left beside
+the file.
 
-The client still starts the servers its file lists itself, besides voltmcp.
-setup says which; with --move it imports them into voltmcp (as 'voltmcp
-import' does: the user file, or with --scope project the project's
-.volt/mcp.json; literal secrets become ${env:NAME} references unless
---keep-secrets) and removes them from the client's file. Nothing is changed
-without --yes: without it, setup prints the plan.
+The client still starts the servers its file lists itself, besides voltmcp,
+and Claude Code those of this project's entry in ~/.claude.json
+(projects["<project>"].mcpServers). setup says which; with --move it
+imports them into voltmcp (as 'voltmcp import' does: the user file, or with
+--scope project the project's .volt/mcp.json, and the project entry's
+always the project's .volt/mcp.json; literal secrets become ${env:NAME}
+references unless --keep-secrets) and removes them from the client's file.
+Nothing is changed without --yes: without it, setup prints the plan.
 
 Examples:
   voltmcp setup claude-code
@@ -79,9 +91,14 @@ Examples:
 			return err
 		}
 		target := setupTarget(e.g, args[0], scope)
+		files := []clientFile{target}
+		if local, ok := setupLocal(e.g, args[0]); ok {
+			files = append(files, local)
+		}
+		loc := cue.Locations{Home: e.g.home, Project: e.g.project}
 		cmdJSON, _ := json.Marshal(program)
 		def := []byte(`{"type": "stdio", "command": ` + string(cmdJSON) + `, "args": ["serve"]}`)
-		p, err := planImport(ctx, e, []clientFile{target}, layer, &importOptions{keepSecrets: keepSecrets, moving: target.path})
+		p, err := planImport(ctx, e, files, layer, &importOptions{keepSecrets: keepSecrets, moving: target.path})
 		if err != nil {
 			return err
 		}
@@ -89,65 +106,105 @@ Examples:
 			p.print(e.stdout, e.stderr)
 			return failuref("%s has errors; fix them first, nothing was changed", target.path)
 		}
-		cf, err := cue.ReadClientFile(target.path, &target.opts)
-		if err != nil {
-			return failuref("%w", err)
-		}
-		var others []string
-		hasGateway := false
-		for _, s := range cf.Servers {
-			if s.Gateway {
-				hasGateway = true
-			} else {
-				others = append(others, s.Key)
-			}
-		}
 		verb := "Would add"
 		if yes {
 			verb = "Adding"
 		}
-		if hasGateway {
-			fmt.Fprintf(e.stdout, "%s already runs voltmcp serve from %s.\n", target.label, target.path)
-		} else {
-			fmt.Fprintf(e.stdout, "%s %q (%s serve) to %s (%s), keeping the rest of the file; the file as it was is kept in %s.\n",
-				verb, gatewayKey, program, target.path, target.serversMap(), target.path+backupSuffix)
+		// One edit per file read: the client's file, and the project's
+		// entry in its user file, whose servers it starts here too.
+		type fileEdit struct {
+			f      clientFile
+			edit   *cue.ClientEdit
+			others []string
 		}
-		if len(others) > 0 && !move {
-			fmt.Fprintf(e.stdout, "%s would still start %d %s of its own, besides voltmcp: %s. "+
-				"'--move' imports them into voltmcp and removes them from %s.\n",
-				target.label, len(others), plural(len(others), "server"), strings.Join(cleanAll(others), ", "), target.path)
-		}
-		edit := &cue.ClientEdit{Map: target.serversMap(), Backup: target.path + backupSuffix}
-		if !hasGateway {
-			edit.Set = []cue.NewServer{{Key: gatewayKey, Def: def}}
-		}
-		if move && len(others) > 0 {
-			p.print(e.stdout, e.stderr)
-			fmt.Fprintf(e.stdout, "Moving %d %s into %s and every server voltmcp has out of %s.\n", len(p.write), plural(len(p.write), "server"), p.target, target.path)
+		var edits []fileEdit
+		moving := 0
+		for _, f := range files {
+			opts := f.opts
+			opts.Under = f.under
+			cf, err := cue.ReadClientFile(f.path, &opts)
+			if err != nil {
+				return failuref("%w", err)
+			}
+			fe := fileEdit{f: f, edit: &cue.ClientEdit{Under: f.under, Map: f.serversMap(), Backup: loc.BackupFile(f.path)}}
+			hasGateway := false
 			for _, s := range cf.Servers {
-				if !s.Gateway && !s.Invalid {
-					edit.Remove = append(edit.Remove, s.Key)
+				if s.Gateway {
+					hasGateway = true
+				} else {
+					fe.others = append(fe.others, s.Key)
 				}
 			}
+			if !f.local {
+				if hasGateway {
+					fmt.Fprintf(e.stdout, "%s already runs voltmcp serve from %s.\n", f.label, f.path)
+				} else {
+					fmt.Fprintf(e.stdout, "%s %q (%s serve) to %s (%s), keeping the rest of the file; the file as it was is kept in %s.\n",
+						verb, gatewayKey, program, f.path, f.serversMap(), fe.edit.Backup)
+					fe.edit.Set = []cue.NewServer{{Key: gatewayKey, Def: def}}
+				}
+			}
+			if len(fe.others) > 0 && !move {
+				into := "voltmcp"
+				if f.local {
+					into = loc.Path(cue.LayerProject) + " (for this project alone)"
+				}
+				fmt.Fprintf(e.stdout, "%s would still start %d %s of its own, besides voltmcp: %s. "+
+					"'--move' imports them into %s and removes them from %s.\n",
+					f.label, len(fe.others), plural(len(fe.others), "server"), strings.Join(cleanAll(fe.others), ", "), clean(into), clean(f.where()))
+			}
+			if move && len(fe.others) > 0 {
+				for _, s := range cf.Servers {
+					if !s.Gateway && !s.Invalid {
+						fe.edit.Remove = append(fe.edit.Remove, s.Key)
+					}
+				}
+				moving++
+			}
+			edits = append(edits, fe)
 		}
-		if len(edit.Set) == 0 && len(edit.Remove) == 0 {
+		if moving > 0 {
+			p.print(e.stdout, e.stderr)
+			var from []string
+			for _, fe := range edits {
+				if len(fe.edit.Remove) > 0 {
+					from = append(from, clean(fe.f.where()))
+				}
+			}
+			what := p.describe()
+			if what == "" {
+				what = "nothing new"
+			}
+			fmt.Fprintf(e.stdout, "Moving %s, and every server voltmcp has out of %s.\n", what, strings.Join(from, " and "))
+		}
+		changes := false
+		for _, fe := range edits {
+			changes = changes || len(fe.edit.Set) > 0 || len(fe.edit.Remove) > 0
+		}
+		if !changes {
 			return nil
 		}
 		if !yes {
 			fmt.Fprintln(e.stdout, "Nothing changed. Run again with --yes to do it.")
 			return nil
 		}
-		if move && len(p.write) > 0 {
+		if move && p.count() > 0 {
 			if err := p.apply(ctx, e); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "Wrote %d %s to %s.\n", len(p.write), plural(len(p.write), "server"), p.target)
+			fmt.Fprintf(e.stdout, "Wrote %s.\n", p.describe())
 		}
-		if err := cue.EditClientFile(ctx, target.path, edit); err != nil {
-			return failuref("%w", err)
+		for _, fe := range edits {
+			if len(fe.edit.Set) == 0 && len(fe.edit.Remove) == 0 {
+				continue
+			}
+			if err := cue.EditClientFile(ctx, loc, fe.f.path, fe.edit); err != nil {
+				return failuref("%w", err)
+			}
+			fmt.Fprintf(e.stdout, "Updated %s; the file as it was before voltmcp first changed it is in %s.\n", fe.f.where(), fe.edit.Backup)
 		}
-		fmt.Fprintf(e.stdout, "Updated %s. Restart %s to use voltmcp.\n", target.path, clientName(args[0]))
-		if target.project || layer.IsProject() {
+		fmt.Fprintf(e.stdout, "Restart %s to use voltmcp.\n", clientName(args[0]))
+		if target.project || layer.IsProject() || p.writesProject() {
 			fmt.Fprintln(e.stdout, "The project's MCP files changed: run 'voltmcp trust' to trust them as they are now.")
 		}
 		return nil

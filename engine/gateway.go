@@ -427,7 +427,7 @@ func (e *Engine) emptySearchHint() string {
 			untrusted++
 		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled && s.Reason != "":
 			// Connecting it fails until the user sets a variable.
-			cannot = append(cannot, s.ID+" "+s.Reason)
+			cannot = append(cannot, s.ID+": "+s.Reason)
 		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled:
 			unknown++
 		}
@@ -437,7 +437,7 @@ func (e *Engine) emptySearchHint() string {
 		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed: connect them ({\"action\":\"connect\",\"server\":...}) to search their tools", unknown))
 	}
 	if len(cannot) > 0 {
-		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed and cannot run until the user sets an environment variable where the gateway runs (%s; list_servers gives the fix)",
+		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed, and cannot run until the user sets an environment variable where the gateway runs (list_servers gives the fix): %s",
 			len(cannot), strings.Join(cannot, "; ")))
 	}
 	if untrusted > 0 {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
@@ -35,15 +36,67 @@ func childEnv(srv cue.Server, lookup func(string) (string, bool)) (env []string,
 // bare name looked up in the PATH of the server's restricted
 // environment (the host's PATH unless the server's env sets one), a
 // relative path resolved against its working directory. A path is
-// returned whether or not a file is there; the caller checks. The error
-// says which variable is unset or that the command is not in PATH.
+// returned whether or not a file is there; the caller checks. Only the
+// fields that locate the program are expanded: a variable unset in
+// another env entry or in args does not keep the program from being
+// found ([UnsetEnv] names those). The error says which variable of the
+// command, the cwd or the env's PATH is unset (a *cue.MissingEnvError
+// inside), or that the command is not in PATH.
 func ResolveCommand(srv cue.Server, lookup func(string) (string, bool)) (string, error) {
-	env, _, err := childEnv(srv, lookup)
+	locate := srv
+	locate.Env = nil
+	if p, ok := srv.Env["PATH"]; ok {
+		locate.Env = map[string]string{"PATH": p}
+	}
+	env, _, err := childEnv(locate, lookup)
 	if err != nil {
 		return "", err
 	}
 	path, _, err := commandPath(srv, lookup, env)
 	return path, err
+}
+
+// UnsetEnv returns the environment variables a server's config reads
+// that lookup does not find, each once, with the first field (in
+// [cue.Server.EnvRefUses] order) that reads it: the ${env:NAME}
+// references of the fields the engine expands when it starts or
+// contacts the server (command, args, cwd, env, url, headers, auth),
+// and the variable an auth of type env names ("auth.variable"). The
+// server cannot start (stdio) or connect (HTTP) while one is unset.
+// Only names are returned, never a value.
+func UnsetEnv(srv cue.Server, lookup func(string) (string, bool)) []cue.EnvRefUse {
+	refs := srv.EnvRefUses()
+	if a := srv.Auth; a != nil && a.Type == "env" && a.Variable != "" {
+		refs = append(refs, cue.EnvRefUse{Name: a.Variable, Field: "auth.variable"})
+	}
+	var out []cue.EnvRefUse
+	seen := map[string]bool{}
+	for _, r := range refs {
+		if seen[r.Name] || !expandedField(r.Field) {
+			continue
+		}
+		seen[r.Name] = true
+		if _, ok := lookup(r.Name); !ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// expandedField reports whether the engine expands the ${env:NAME}
+// references of a server's field (a path of [cue.Server.EnvRefUses]).
+func expandedField(field string) bool {
+	for _, p := range []string{"command", "cwd", "url"} {
+		if field == p {
+			return true
+		}
+	}
+	for _, p := range []string{"args[", "env.", "headers.", "auth."} {
+		if strings.HasPrefix(field, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // commandPath expands a stdio server's cwd and command and finds its

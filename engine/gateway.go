@@ -170,7 +170,12 @@ func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 	servers := e.Servers()
 	for _, s := range servers {
 		counts[s.Status]++
-		if s.LastError != "" && (s.Status == StatusError || s.Status == StatusNeedsAuth) {
+		switch {
+		case s.Reason != "" && s.Status != StatusDisabled && s.Status != StatusUntrusted:
+			// An enabled server that cannot run (an unset variable): the
+			// cause as it is now, and the fix.
+			problems = append(problems, map[string]string{"server": s.ID, "status": string(s.Status), "error": s.Reason, "fix": s.Fix})
+		case s.LastError != "" && (s.Status == StatusError || s.Status == StatusNeedsAuth):
 			problems = append(problems, map[string]string{"server": s.ID, "status": string(s.Status), "error": s.LastError})
 		}
 	}
@@ -418,12 +423,15 @@ const maxHintNames = 5
 
 // emptySearchHint says why a search may find nothing.
 func (e *Engine) emptySearchHint() string {
-	var unknown []string
+	var unknown, cannot []string
 	untrusted := 0
 	for _, s := range e.Servers() {
 		switch {
 		case s.Status == StatusUntrusted:
 			untrusted++
+		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled && s.Reason != "":
+			// Connecting it fails until the user sets a variable.
+			cannot = append(cannot, s.ID+": "+s.Reason)
 		case s.MetadataFetchedAt == nil && s.Status != StatusDisabled:
 			unknown = append(unknown, s.ID)
 		}
@@ -435,6 +443,10 @@ func (e *Engine) emptySearchHint() string {
 			names = append(slices.Clone(names[:maxHintNames]), fmt.Sprintf("and %d more", len(unknown)-maxHintNames))
 		}
 		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed (%s): connect them ({\"action\":\"connect\",\"server\":%q}) to search their tools", len(unknown), strings.Join(names, ", "), unknown[0]))
+	}
+	if len(cannot) > 0 {
+		notes = append(notes, fmt.Sprintf("%d server(s) have never been listed, and cannot run until the user sets an environment variable where the gateway runs (list_servers gives the fix): %s",
+			len(cannot), strings.Join(cannot, "; ")))
 	}
 	if untrusted > 0 {
 		notes = append(notes, fmt.Sprintf("%d server(s) of the project are not loaded because its MCP config is not trusted: the user can review and trust it with voltmcp trust (list_servers names them)", untrusted))
@@ -517,6 +529,9 @@ func (s *supervisor) notListed() GatewayResult {
 	if st == StatusNeedsAuth && lastErr != "" {
 		return gwError("server %s has not been listed yet: it needs a login (status needs_auth): %s; then connect it with %s "+
 			"(which offers the login itself to a client that supports URL-mode elicitation)", s.cfg.ID, lastErr, connect)
+	}
+	if reason, fix, ok := envCause(s.cfg, s.e.lookup); ok {
+		return gwError("server %s has not been listed yet and %s; the user must fix that: %s", s.cfg.ID, reason, fix)
 	}
 	return gwError("server %s has not been listed yet: connect it first (%s)", s.cfg.ID, connect)
 }

@@ -213,3 +213,45 @@ func (e *Engine) policyError(ctx context.Context) error {
 	}
 	return g.polErr
 }
+
+// envCause says why an enabled server cannot run because a variable
+// its config references is not set in the environment the engine reads
+// (Options.LookupEnv), and the fix; ok is false when every one is set.
+// It names the variables and the fields that reference them, never a
+// value.
+func envCause(srv cue.Server, lookup func(string) (string, bool)) (reason, fix string, ok bool) {
+	unset := UnsetEnv(srv, lookup)
+	if len(unset) == 0 {
+		return "", "", false
+	}
+	names := make([]string, len(unset))
+	fields := make([]string, len(unset))
+	exports := make([]string, len(unset))
+	for i, r := range unset {
+		names[i], fields[i], exports[i] = r.Name, r.Field, r.Name+"=…"
+	}
+	verb := "start"
+	if !srv.IsStdio() {
+		verb = "connect"
+	}
+	if len(unset) == 1 {
+		reason = fmt.Sprintf("cannot %s: environment variable %s is not set (referenced in %s)", verb, names[0], fields[0])
+	} else {
+		reason = fmt.Sprintf("cannot %s: environment variables %s are not set (referenced in %s)", verb, strings.Join(names, ", "), strings.Join(fields, ", "))
+	}
+	fix = fmt.Sprintf("export %s, or set it in the environment the gateway runs with (for voltmcp serve, the env its MCP client starts it with)", strings.Join(exports, " "))
+	if len(unset) > 1 {
+		fix = strings.Replace(fix, "set it", "set them", 1)
+	}
+	return reason, fix, true
+}
+
+// envError is the error for using a server that cannot run because a
+// variable its config references is not set (envCause), or nil.
+func (s *supervisor) envError() error {
+	reason, fix, ok := envCause(s.cfg, s.e.lookup)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("server %s %s; %s", s.cfg.ID, reason, fix)
+}

@@ -25,9 +25,12 @@ type ServerSummary struct {
 	Resources   int       `json:"resourceCount"`
 	Prompts     int       `json:"promptCount"`
 	// Reason says why a server that does not run does not: its project
-	// is not trusted (status untrusted), it is disabled, and where, or its
-	// definition has errors, the first with its file:line:col. Fix is what
-	// the user can do about it, such as running voltmcp trust.
+	// is not trusted (status untrusted), it is disabled, and where, its
+	// definition has errors, the first with its file:line:col, or an
+	// environment variable its config references is not set (named with
+	// the field, never its value; the server cannot start or connect
+	// until it is). Fix is what the user can do about it, such as running
+	// voltmcp trust or exporting the variable.
 	Reason string `json:"reason,omitempty"`
 	Fix    string `json:"fix,omitempty"`
 	// LastError is the reason of the last failure, scrubbed of secrets.
@@ -129,8 +132,15 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		Enabled: c.Enabled, Transport: c.Transport, Lifecycle: c.Lifecycle, Status: s.status,
 		LastError: s.lastErr, CacheError: s.cacheErr, StderrBytes: s.stderr.Total(),
 	}
-	if s.status == StatusDisabled {
+	envUnset := false
+	switch s.status {
+	case StatusDisabled:
 		sum.Reason, sum.Fix = reason, fix
+	case StatusUntrusted:
+	default:
+		// An enabled server that references an unset variable cannot
+		// start or connect: say which, and the fix, before anyone tries.
+		sum.Reason, sum.Fix, envUnset = envCause(c, s.e.lookup)
 	}
 	if sum.DisplayName == "" {
 		sum.DisplayName = c.ID
@@ -165,7 +175,7 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 		sum.Stderr = s.scrub.Text(clean)
 	}
 	active := s.status == StatusReady || s.status == StatusConnected || s.status == StatusDiscovering
-	usable := s.status != StatusDisabled && s.status != StatusUntrusted
+	usable := s.status != StatusDisabled && s.status != StatusUntrusted && !envUnset
 	sum.Capabilities = SummaryActions{
 		CanEnable: !c.Invalid && persist, CanConnect: usable && !active, CanDisconnect: active,
 		CanRefresh: usable, CanPersistChanges: persist,

@@ -222,6 +222,12 @@ func (s *supervisor) connect(ctx context.Context) error {
 	if s.getStatus() != StatusConnecting {
 		return fmt.Errorf("server %s: cannot connect while %s", s.cfg.ID, s.getStatus())
 	}
+	if err := s.envError(); err != nil {
+		// A variable its config references is not set: nothing to start
+		// or contact. The error names the variable and the fix.
+		s.noteFailure()
+		return s.fail(err)
+	}
 	// The session outlives this call: some transports (SSE) tie their
 	// stream to the context Connect gets. So connect under a context of
 	// the supervisor's lifetime, cancelled early only by the connect

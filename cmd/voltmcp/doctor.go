@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -147,17 +146,19 @@ func finding(cfg *cue.Config, srv cue.Server, field string, sev cue.Severity, co
 func doctorServer(ctx context.Context, eng *engine.Engine, cfg *cue.Config, srv cue.Server, lookup func(string) (string, bool)) cue.Diagnostics {
 	var ds cue.Diagnostics
 	unset := map[string]bool{}
-	for _, ref := range envRefs(srv) {
-		if _, ok := lookup(ref.name); !ok && !unset[ref.name] {
-			unset[ref.name] = true
-			ds = append(ds, finding(cfg, srv, ref.field, cue.SeverityError, codeEnvUnset, "export "+ref.name+"=…",
-				"environment variable %s is not set (referenced as ${env:%s})", ref.name, ref.name))
+	for _, ref := range engine.UnsetEnv(srv, lookup) {
+		unset[ref.Name] = true
+		how := "referenced as ${env:" + ref.Name + "}"
+		if ref.Field == "auth.variable" {
+			how = "named by auth.variable"
 		}
+		ds = append(ds, finding(cfg, srv, ref.Field, cue.SeverityError, codeEnvUnset, "export "+ref.Name+"=…",
+			"environment variable %s is not set (%s)", ref.Name, how))
 	}
 	var d cue.Diagnostic
 	var broken bool
 	if srv.IsStdio() {
-		d, broken = doctorCommandPath(cfg, srv, lookup, unset)
+		d, broken = doctorCommandPath(cfg, srv, lookup)
 	} else {
 		d, broken = doctorHTTP(ctx, cfg, srv, lookup, unset)
 	}
@@ -180,53 +181,18 @@ func doctorServer(ctx context.Context, eng *engine.Engine, cfg *cue.Config, srv 
 	return ds
 }
 
-// envRef is one ${env:NAME} reference of a server's config.
-type envRef struct{ name, field string }
-
-// envRefs lists the variables a server's config references, each with
-// the field it is in, in a stable order.
-func envRefs(srv cue.Server) []envRef {
-	var out []envRef
-	add := func(field, s string) {
-		for _, n := range cue.EnvRefs(s) {
-			out = append(out, envRef{n, field})
-		}
-	}
-	add("command", srv.Command)
-	for i, a := range srv.Args {
-		add(fmt.Sprintf("args[%d]", i), a)
-	}
-	add("cwd", srv.Cwd)
-	for _, k := range sortedKeys(srv.Env) {
-		add("env."+k, srv.Env[k])
-	}
-	add("url", srv.URL)
-	for _, k := range sortedKeys(srv.Headers) {
-		add("headers."+k, srv.Headers[k])
-	}
-	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // doctorCommandPath checks that a stdio server's program is there, as
-// the gateway resolves it (engine.ResolveCommand). A command or cwd
-// that references an unset variable is reported as that only.
-func doctorCommandPath(cfg *cue.Config, srv cue.Server, lookup func(string) (string, bool), unset map[string]bool) (cue.Diagnostic, bool) {
-	for _, n := range append(cue.EnvRefs(srv.Command), cue.EnvRefs(srv.Cwd)...) {
-		if unset[n] {
-			return cue.Diagnostic{}, false
-		}
-	}
+// the gateway resolves it (engine.ResolveCommand), which reads only the
+// command, the cwd and the PATH of the server's env: a variable unset in
+// another field does not hide the program. When one of those three
+// references an unset variable, the program cannot be located, and the
+// env-unset finding says so alone.
+func doctorCommandPath(cfg *cue.Config, srv cue.Server, lookup func(string) (string, bool)) (cue.Diagnostic, bool) {
 	shown := clean(srv.Command)
 	path, err := engine.ResolveCommand(srv, lookup)
+	if missing := (*cue.MissingEnvError)(nil); errors.As(err, &missing) {
+		return cue.Diagnostic{}, false
+	}
 	if err == nil {
 		st, serr := os.Stat(path)
 		switch {

@@ -266,3 +266,55 @@ func TestBashCompletionCompletes(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorUnsetVariableOfAnExistingCommand: a server whose command is
+// there but whose env reads an unset variable gets one finding, the
+// unset variable, not a command-not-found too; set, the server refreshes
+// and doctor has no findings. A command that is really missing is still
+// reported beside its unset variable, as a path and as a bare name.
+func TestDoctorUnsetVariableOfAnExistingCommand(t *testing.T) {
+	cmd, args, cenv := mcptest.Command("behave")
+	cenv["API_KEY"] = "${env:DOCTOR_API_KEY}"
+	home := t.TempDir()
+	writeJSONFile(t, filepath.Join(home, ".volt", "agent", "mcp.json"), map[string]any{"version": 1, "servers": map[string]any{
+		"everything": map[string]any{"command": cmd, "args": args, "env": cenv},
+	}})
+	doctor := func(vars map[string]string, args ...string) cliResult {
+		vars["HOME"], vars["PATH"] = home, os.Getenv("PATH")
+		return runCLI(t, fakeEnv(t, vars), append(args, "--home", home, "--project", t.TempDir())...)
+	}
+	r := doctor(map[string]string{}, "doctor")
+	want := "error[env-unset]: servers.everything.env.API_KEY: environment variable DOCTOR_API_KEY is not set"
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != exitFindings || len(lines) != 2 || !strings.Contains(lines[0], want) || lines[1] != "1 finding(s) in 1 enabled server(s)" {
+		t.Errorf("doctor with DOCTOR_API_KEY unset: want the env-unset finding alone\n%s", r)
+	}
+	set := map[string]string{"DOCTOR_API_KEY": "doctor-api-key-value"}
+	if r := doctor(set, "refresh"); r.code != exitOK {
+		t.Fatalf("refresh with DOCTOR_API_KEY set:\n%s", r)
+	}
+	if r := doctor(set, "doctor"); r.code != exitOK || r.stdout != "no findings: 1 enabled server(s) checked\n" {
+		t.Errorf("doctor with DOCTOR_API_KEY set:\n%s", r)
+	}
+
+	// Missing commands are still found.
+	gone := filepath.Join(t.TempDir(), "mcp-server-gone")
+	writeJSONFile(t, filepath.Join(home, ".volt", "agent", "mcp.json"), map[string]any{"version": 1, "servers": map[string]any{
+		"gone": map[string]any{"command": gone, "env": map[string]any{"API_KEY": "${env:DOCTOR_API_KEY}"}},
+		"bare": map[string]any{"command": "no-such-mcp-server-xyz", "env": map[string]any{"API_KEY": "${env:DOCTOR_API_KEY}"}},
+	}})
+	r = doctor(map[string]string{}, "doctor")
+	for _, want := range []string{
+		"servers.gone.env.API_KEY: environment variable DOCTOR_API_KEY is not set",
+		`servers.gone.command: command "` + gone + `": no such file`,
+		"servers.bare.env.API_KEY: environment variable DOCTOR_API_KEY is not set",
+		`servers.bare.command: command "no-such-mcp-server-xyz" is not in PATH`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, r)
+		}
+	}
+	if r.code != exitFindings || !strings.HasSuffix(r.stdout, "4 finding(s) in 2 enabled server(s)\n") {
+		t.Errorf("doctor of missing commands with an unset variable:\n%s", r)
+	}
+}

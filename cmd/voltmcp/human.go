@@ -449,7 +449,11 @@ func renderStatus(w io.Writer, f fields, in engine.GatewayInput) {
 		fmt.Fprintln(w, "\nproblems:")
 		pt := newTable(w)
 		for _, p := range problems {
-			pt.row("  "+cell(p["server"], 0), cell(p["status"], 0), cell(p["error"], 0))
+			what := p["error"]
+			if p["fix"] != "" {
+				what += "; fix: " + p["fix"]
+			}
+			pt.row("  "+cell(p["server"], 0), cell(p["status"], 0), cell(what, 0))
 		}
 		pt.flush()
 		fmt.Fprintln(w, "  (voltmcp status SERVER shows one in full)")
@@ -520,15 +524,29 @@ func renderServer(w io.Writer, f fields) {
 		t.row("title:", cell(s.DisplayName, 0))
 	}
 	t.row("status:", cell(string(s.Status), 0))
+	// Why a server does not run, and the fix (engine's Reason and Fix).
+	if s.Reason != "" {
+		t.row("why:", cell(s.Reason, 0))
+		if s.Fix != "" {
+			t.row("fix:", cell(s.Fix, 0))
+		}
+	}
 	t.row("enabled:", yesNo(s.Enabled))
 	t.row("transport:", cell(s.Transport, 0))
 	t.row("lifecycle:", cell(s.Lifecycle, 0))
 	t.row("source:", cell(s.SourceLabel, 0))
+	// A server that cannot run (its Reason says why) cannot be listed:
+	// refresh is no advice for it.
 	tools := "never listed (voltmcp refresh " + id + " lists them)"
+	if s.Reason != "" {
+		tools = "never listed (not until it can run: see why)"
+	}
 	if s.MetadataFetchedAt != nil {
 		tools = fmt.Sprintf("%d cached, listed %s", s.ToolCounts.Cached, s.MetadataFetchedAt.Format(time.RFC3339))
-		if s.MetadataStale {
+		if s.MetadataStale && s.Reason == "" {
 			tools += " (stale: voltmcp refresh " + id + ")"
+		} else if s.MetadataStale {
+			tools += " (stale)"
 		}
 	}
 	t.row("tools:", tools)

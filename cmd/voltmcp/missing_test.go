@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
 // missingCanary is a secret in an untrusted project's definitions: no
@@ -381,6 +383,96 @@ func TestOutsideEditDuringDisableIsNotTrusted(t *testing.T) {
 		}
 		if s, ok := list[injected]; ok && s.Status != "untrusted" {
 			t.Fatalf("round %d: the injected server loads: %+v", round, s)
+		}
+	}
+}
+
+// envCanary is the value of a variable a server's env reads that is set:
+// no surface that says another one is unset may show it.
+const envCanary = "canary-env-set-5e02b9"
+
+// unsetEnvProject writes and trusts a project whose .mcp.json defines
+// everything, a stdio server (the test binary, which exists) whose env
+// reads API_KEY, unset, and SET_TOKEN, set to envCanary; and remote, an
+// HTTP server whose Authorization header reads REMOTE_TOKEN, unset.
+func unsetEnvProject(t *testing.T) func(args ...string) cliResult {
+	t.Helper()
+	home, project := t.TempDir(), t.TempDir()
+	cmd, args, cenv := mcptest.Command("behave")
+	cenv["API_KEY"], cenv["SET_TOKEN"] = "${env:API_KEY}", "${env:SET_TOKEN}"
+	writeJSONFile(t, filepath.Join(project, ".mcp.json"), map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": cmd, "args": args, "env": cenv},
+		"remote":     map[string]any{"url": "http://127.0.0.1:1/mcp", "headers": map[string]any{"Authorization": "Bearer ${env:REMOTE_TOKEN}"}},
+	}})
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH"), "SET_TOKEN": envCanary})
+	cli := func(args ...string) cliResult {
+		r := runCLI(t, env, append(args, "--home", home, "--project", project)...)
+		if strings.Contains(r.stdout+r.stderr, envCanary) {
+			t.Errorf("%s shows the value of a variable:\n%s", args, r)
+		}
+		return r
+	}
+	if r := cli("trust", "--yes"); r.code != exitOK {
+		t.Fatalf("trust:\n%s", r)
+	}
+	return cli
+}
+
+// TestServersSayWhichVariableIsUnset: a trusted server whose config
+// reads an unset variable says so, by the variable's name and the field
+// that reads it, with the fix, in servers (text and --json), status and
+// status SERVER, which does not advise a refresh that cannot work; the
+// agent's answers (search's hint for no match, connect, describe) say
+// the same. No value shows.
+func TestServersSayWhichVariableIsUnset(t *testing.T) {
+	cli := unsetEnvProject(t)
+	const (
+		why    = "everything: cannot start: environment variable API_KEY is not set (referenced in env.API_KEY); export API_KEY=…"
+		remote = "remote: cannot connect: environment variable REMOTE_TOKEN is not set (referenced in headers.Authorization); export REMOTE_TOKEN=…"
+	)
+	r := cli("servers")
+	for _, want := range []string{why, remote} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("servers lacks %q:\n%s", want, r)
+		}
+	}
+	list := serversJSON(t, cli("servers", "--json"))
+	if s := list["everything"]; s.Status != "cold" || !strings.Contains(s.Reason, "API_KEY is not set") ||
+		!strings.HasPrefix(s.Fix, "export API_KEY=…, or set it in the environment the gateway runs with") {
+		t.Errorf("servers --json: %+v", s)
+	}
+	if s := list["remote"]; !strings.Contains(s.Reason, "REMOTE_TOKEN is not set") || !strings.HasPrefix(s.Fix, "export REMOTE_TOKEN=…") {
+		t.Errorf("servers --json: %+v", s)
+	}
+
+	r = cli("status")
+	if !strings.Contains(r.stdout, "problems:") {
+		t.Errorf("status names no problem:\n%s", r)
+	}
+	for _, want := range []string{"API_KEY is not set (referenced in env.API_KEY); fix: export API_KEY=…", "REMOTE_TOKEN is not set"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r)
+		}
+	}
+	r = cli("status", "everything")
+	for _, want := range []string{"cannot start: environment variable API_KEY is not set (referenced in env.API_KEY)", "fix:", "export API_KEY=…"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status everything lacks %q:\n%s", want, r)
+		}
+	}
+	if strings.Contains(r.stdout, "voltmcp refresh") || strings.Contains(r.stdout, "refresh\n") {
+		t.Errorf("status everything advises a refresh that cannot work:\n%s", r)
+	}
+
+	// What the agent is told, and a command that tries anyway.
+	r = cli("search", "zzzqqq-no-such-tool")
+	if !strings.Contains(r.stdout+r.stderr, "cannot run until the user sets an environment variable") || !strings.Contains(r.stdout+r.stderr, "API_KEY is not set") {
+		t.Errorf("search's hint does not name the unset variable:\n%s", r)
+	}
+	for _, args := range [][]string{{"connect", "everything"}, {"describe", "everything", "echo"}, {"refresh", "everything"}} {
+		r := cli(args...)
+		if r.code == exitOK || !strings.Contains(r.stdout+r.stderr, "environment variable API_KEY is not set") || !strings.Contains(r.stdout+r.stderr, "export API_KEY=…") {
+			t.Errorf("%s:\n%s", args, r)
 		}
 	}
 }

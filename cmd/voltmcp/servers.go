@@ -63,7 +63,9 @@ the tools its last discovery cached (see 'voltmcp refresh').
 Servers that do not run are listed with the reason and the fix: those of
 an untrusted project have status untrusted (run 'voltmcp trust'); a
 disabled server says where "enabled": false comes from, an invalid one its
-first error (file:line:col). A config file that does not read or parse is
+first error (file:line:col), and one whose config reads an environment
+variable that is not set names the variable (never its value) and the
+field, with the fix (export NAME=…). A config file that does not read or parse is
 named with its file:line:col under the table (on stderr with --json), since
 the servers it defines cannot be listed.
 

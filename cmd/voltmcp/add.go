@@ -130,7 +130,12 @@ Examples:
 		case err != nil:
 			return failuref("%w", err)
 		}
-		fmt.Fprintf(e.stdout, "Added %q to %s. 'voltmcp refresh %s' lists its tools.\n", cue.NormalizeID(name), loc.Path(layer), cue.NormalizeID(name))
+		id := cue.NormalizeID(name)
+		if oauth {
+			fmt.Fprintf(e.stdout, "Added %q to %s. 'voltmcp auth %s' logs in to it; its tools are listed then.\n", id, loc.Path(layer), id)
+		} else {
+			fmt.Fprintf(e.stdout, "Added %q to %s. 'voltmcp refresh %s' lists its tools.\n", id, loc.Path(layer), id)
+		}
 		return nil
 	}
 	return c

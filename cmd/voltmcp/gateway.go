@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,6 +62,15 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 			}
 		}
 		in.Action = action
+		if in.ArgumentsJSON != "" {
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(in.ArgumentsJSON), &obj); err != nil || obj == nil {
+				if err == nil {
+					err = errors.New("null")
+				}
+				return usageErrorf("--args is not a JSON object, such as '{\"path\":\"README.md\"}': %v", err)
+			}
+		}
 		eng, err := openEngine(ctx, e)
 		if err != nil {
 			return err
@@ -213,7 +223,7 @@ func gatewayCommands() []*command {
 		gatewayCommand("connect", "connect", "connect a server now and cache its tools; prints its status and tool count",
 			"Usage: voltmcp connect SERVER [--json]\n\nConnects the server now (starting its process for a stdio server) and lists\nits tools, resources and prompts into the metadata cache. Prints what the\nmcp tool's connect action answers, one line of JSON: the server, its status\nand how many tools it has, and the error when it failed (exit 1):\n\n  {\"action\":\"connect\",\"server\":\"github\",\"status\":\"ready\",\"tools\":12}\n\nThe tools themselves: 'voltmcp status SERVER' or 'voltmcp search QUERY'.\nThe connection ends with the command; 'voltmcp serve' keeps servers\nrunning for an agent.\n\nExample:\n  voltmcp connect github", []string{"SERVER"}, nil),
 		gatewayCommand("disconnect", "disconnect", "disconnect a server and stop its process",
-			"Usage: voltmcp disconnect SERVER [--json]\n\nExample:\n  voltmcp disconnect github", []string{"SERVER"}, nil),
+			"Usage: voltmcp disconnect SERVER [--json]\n\nEnds a server's connection: a stdio server's process stops, an HTTP\nserver's session closes. The server stays configured and enabled, and\nthe next use connects it again; 'voltmcp disable SERVER' keeps it off.\n--json prints exactly what the mcp tool's disconnect action returns.\n\nExample:\n  voltmcp disconnect github", []string{"SERVER"}, nil),
 		gatewayCommand("resources", "list_resources", "list a server's cached resources",
 			"Usage: voltmcp resources SERVER [--cursor C] [--json]\n\nLists the resources, then the resource templates, of SERVER's metadata\ncache, 50 items (at most 32 KiB) a page, as tables (URI, name, type, description); when more follow, the\nresult has a nextCursor, which --cursor takes for the next page. --json\nprints exactly what the mcp tool's list_resources action returns.\n\nExample:\n  voltmcp resources everything", []string{"SERVER"}, cursorFlag),
 		gatewayCommand("read-resource", "read_resource", "read a resource of a server",

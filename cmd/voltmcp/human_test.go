@@ -331,3 +331,18 @@ func TestSearchHintsNameCLICommands(t *testing.T) {
 		t.Errorf("search of an empty workspace:\n%s", r)
 	}
 }
+
+// TestCallArgsMustBeAnObject: --args that is not a JSON object is a usage
+// error naming the flag, before anything starts.
+func TestCallArgsMustBeAnObject(t *testing.T) {
+	t.Parallel()
+	project := serverProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	for _, bad := range []string{"{bad", "[1,2]", "null", `"x"`} {
+		r := runCLI(t, env, "call", "demo", "echo", "--args", bad, "--home", home, "--project", project, "--approve")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--args is not a JSON object") || strings.Contains(r.stdout+r.stderr, "argumentsJson") {
+			t.Errorf("call --args %s:\n%s", bad, r)
+		}
+	}
+}

@@ -202,8 +202,8 @@ func TestAddRemove(t *testing.T) {
 		t.Fatalf("add url:\n%s", r)
 	}
 	// An OAuth server: added with --oauth, it waits for voltmcp auth.
-	if r := cli("add", "linear", "--url", "https://mcp.linear.example/mcp", "--oauth"); r.code != exitOK {
-		t.Fatalf("add --oauth:\n%s", r)
+	if r := cli("add", "linear", "--url", "https://mcp.linear.example/mcp", "--oauth"); r.code != exitOK || !strings.Contains(r.stdout, "'voltmcp auth linear' logs in") || strings.Contains(r.stdout, "refresh") {
+		t.Fatalf("add --oauth does not name the next step, voltmcp auth:\n%s", r)
 	}
 	if r := cli("auth", "--status", "linear"); r.code != exitOK || !strings.Contains(r.stdout, "needs_auth") {
 		t.Errorf("auth --status after add --oauth:\n%s", r)

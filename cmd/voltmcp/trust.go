@@ -74,9 +74,15 @@ Examples:
 				return usageErrorf("--json needs --yes: there is no one to ask")
 			}
 			fmt.Fprint(e.stderr, "Trust this project's MCP config as it is now? [y/N] ")
-			line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+			line, err := bufio.NewReader(e.stdin).ReadString('\n')
 			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-				fmt.Fprintln(e.stderr, "not trusted")
+				if err != nil && line == "" {
+					// Nothing answered: standard input ended, as it does
+					// under a script or with no terminal.
+					fmt.Fprintln(e.stderr, "not trusted: no answer was read; voltmcp trust --yes trusts it without asking")
+				} else {
+					fmt.Fprintln(e.stderr, "not trusted")
+				}
 				return errFindings
 			}
 		}

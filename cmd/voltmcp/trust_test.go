@@ -53,8 +53,12 @@ func TestTrustBindsToContent(t *testing.T) {
 
 	// Declined: nothing is recorded.
 	r := runCLIStdin(t, env, "n\n", append([]string{"trust"}, g...)...)
-	if r.code != exitFindings || !strings.Contains(r.stderr, "not trusted") {
+	if r.code != exitFindings || !strings.Contains(r.stderr, "not trusted") || strings.Contains(r.stderr, "--yes") {
 		t.Fatalf("declined trust:\n%s", r)
+	}
+	// No answer at all (standard input ends): the refusal names --yes.
+	if r := runCLIStdin(t, env, "", append([]string{"trust"}, g...)...); r.code != exitFindings || !strings.Contains(r.stderr, "voltmcp trust --yes") {
+		t.Errorf("trust with nothing to read an answer from:\n%s", r)
 	}
 	for _, want := range []string{"server db", "npx -y @acme/db-mcp@1.2.3", "env      DB_TOKEN", "server remote", "mcp.example.com"} {
 		if !strings.Contains(r.stdout, want) {

@@ -320,7 +320,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	var why string
 	switch {
 	case !h.canAsk():
-		why = "this engine has no Options.Authorize or DeviceAuthorize to ask the user with"
+		why = "nothing in this session can ask the user to log in"
 	case !h.useDevice() && h.opts.CanAuthorize != nil:
 		if err := h.opts.CanAuthorize(ctx); err != nil {
 			why = h.scrub.Err(err).Error()

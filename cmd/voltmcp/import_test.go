@@ -345,7 +345,7 @@ func TestSetup(t *testing.T) {
 	}
 	noLitter(t, home, project)
 	r = cli("servers", "--approve")
-	if !strings.Contains(r.stdout, "shared") || !strings.Contains(r.stdout, "local-db") || strings.Contains(r.stdout, "voltmcp ") {
+	if !strings.Contains(r.stdout, "shared") || !strings.Contains(r.stdout, "local-db") || strings.Contains(r.stdout, "\nvoltmcp ") {
 		t.Errorf("servers after project --move:\n%s", r)
 	}
 	if r := cli("vet", "--approve"); r.code != exitOK {

@@ -29,11 +29,14 @@ type clientFile struct {
 	path   string
 	under  []string // object keys from the top to the object that holds the map
 	opts   cue.ClientFileOptions
-	// project is true for a file of the project (or a per-project entry).
+	// project is true for a file of the project (or a per-project entry):
+	// the client starts its servers in this project alone, so import
+	// writes them to the project's voltmcp file whatever --scope says
+	// (see destLayer).
 	project bool
 	// local is true for Claude Code's entry of this project in
-	// ~/.claude.json: servers Claude Code starts in this project alone,
-	// which import writes to the project's voltmcp file, never the user's.
+	// ~/.claude.json, a project entry inside a user file, which setup of
+	// that user file edits too.
 	local bool
 	// projects is true for ~/.claude.json read at its top: its entries of
 	// other projects are servers of those projects alone, which import
@@ -50,6 +53,17 @@ func (f clientFile) serversMap() string {
 		return "servers"
 	}
 	return "mcpServers"
+}
+
+// destLayer is the voltmcp-owned layer import writes the file's servers
+// to: the project's for a file of the project, whose servers are the
+// project's alone and would otherwise start in every project; scope (what
+// --scope names) for any other file.
+func (f clientFile) destLayer(scope cue.Layer) cue.Layer {
+	if f.project {
+		return cue.LayerProject
+	}
+	return scope
 }
 
 // where names the file, and the entry inside it when there is one.
@@ -99,6 +113,23 @@ func clientFiles(g globals) []clientFile {
 		{client: clientWindsurf, label: "Windsurf", path: filepath.Join(home, ".codeium", "windsurf", "mcp_config.json"), opts: claude},
 		{client: clientCodex, label: "Codex", path: filepath.Join(home, ".codex", "config.toml"), opts: cue.ClientFileOptions{Codex: true}},
 	}
+}
+
+// clientName is the client's name for people.
+func clientName(client string) string {
+	switch client {
+	case clientClaudeCode:
+		return "Claude Code"
+	case clientClaudeDesktop:
+		return "Claude Desktop"
+	case clientCursor:
+		return "Cursor"
+	case clientWindsurf:
+		return "Windsurf"
+	case clientCodex:
+		return "Codex"
+	}
+	return "VS Code"
 }
 
 // checkClients checks client names given on the command line.

@@ -34,10 +34,12 @@ entry of this project; .mcp.json), Claude Desktop, Cursor (~/.cursor/mcp.json,
 each server with the file:line it comes from, the servers it skips and why
 (already in voltmcp, defined twice, invalid, or the entry that points a
 client at voltmcp), and each credential written in plain text, shown only
-as the ${env:NAME} reference that replaces it. Claude Code's servers of this
-project (~/.claude.json's projects["<project>"]) are this project's alone:
-they go to <project>/.volt/mcp.json whatever --scope says; those of other
-projects are listed and skipped (run import in that project).
+as the ${env:NAME} reference that replaces it. The servers of a client's
+file of the project (.cursor/mcp.json, .vscode/mcp.json, and Claude Code's
+entry of this project, ~/.claude.json's projects["<project>"]) are this
+project's alone: they go to <project>/.volt/mcp.json whatever --scope says.
+Claude Code's servers of other projects are listed and skipped (run import
+in that project).
 
 With --yes it writes them, atomically and keeping the rest of the file,
 and lists the variables to set where voltmcp serve runs. A literal secret is
@@ -55,7 +57,7 @@ Examples:
   voltmcp import --from claude-code --from codex --yes`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringArrayVar(&from, "from", nil, "read only this client's files (repeatable)")
-			fs.StringVar(&scope, "scope", "user", "write voltmcp's user file (user) or the project's .volt/mcp.json (project)")
+			fs.StringVar(&scope, "scope", "user", "write the servers of user files to voltmcp's user file (user) or the project's .volt/mcp.json (project); a project file's always go to the project's")
 			fs.BoolVar(&yes, "yes", false, "write the servers (without it, print the plan)")
 			fs.BoolVar(&force, "force", false, "replace a server voltmcp's file already defines under the same name")
 			fs.BoolVar(&keepSecrets, "keep-secrets", false, "copy literal secrets as written instead of ${env:NAME} references")
@@ -121,8 +123,8 @@ type importDest struct {
 // importPlan is what import would write.
 type importPlan struct {
 	// dests are the files written: the one --scope names first, then the
-	// project's for Claude Code's entries of this project, when that is
-	// another file.
+	// project's for the servers of the project's own files (and Claude
+	// Code's entry of this project), when that is another file.
 	dests   []*importDest
 	opts    importOptions
 	trusted bool         // whether the project's layers load
@@ -176,8 +178,9 @@ func (p *importPlan) writesProject() bool {
 }
 
 // planImport reads the client files and decides, server by server, what
-// to write to layer; Claude Code's servers of this project alone go to
-// the project's file. It writes nothing.
+// to write to layer; the servers of a file of the project, which its
+// client starts in this project alone, go to the project's file (see
+// clientFile.destLayer). It writes nothing.
 func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer, o *importOptions) (*importPlan, error) {
 	loc := cue.Locations{Home: e.g.home, Project: e.g.project}
 	p := &importPlan{opts: *o, vars: map[string][]string{}}
@@ -191,6 +194,19 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 	have := map[string]cue.Server{}
 	for _, s := range res.Config.Servers {
 		have[s.ID] = s
+	}
+	// The project's file holds its servers whether or not the project is
+	// trusted, and the write refuses one it already has: those a project
+	// not trusted keeps from loading are voltmcp's all the same.
+	for _, file := range res.Files {
+		if file.Layer != cue.LayerProject {
+			continue
+		}
+		for _, id := range file.IgnoredServers {
+			if _, ok := have[id]; !ok {
+				have[id] = cue.Server{ID: id, Layer: file.Layer, File: file.Path}
+			}
+		}
 	}
 	schema, err := cue.NewSchema()
 	if err != nil {
@@ -226,11 +242,10 @@ func planImport(ctx context.Context, e *env, files []clientFile, layer cue.Layer
 			p.errors = p.errors || d.Severity == cue.SeverityError
 			fmt.Fprintf(&p.diags, "%s\n", clean(d.String()))
 		}
-		to := p.dests[0]
+		to := p.dest(loc, f.destLayer(layer))
 		fmt.Fprintf(&p.lines, "%s: %s\n", f.label, clean(f.where()))
-		if f.local {
-			to = p.dest(loc, cue.LayerProject)
-			fmt.Fprintf(&p.lines, "  (Claude Code starts these in this project alone: they go to %s, never to the user file)\n", clean(to.path))
+		if f.project && (f.layer == "" || o.moving == f.path) {
+			fmt.Fprintf(&p.lines, "  (%s starts these in this project alone: they go to %s, never to the user file)\n", clientName(f.client), clean(to.path))
 		}
 		for _, s := range cf.Servers {
 			at := fmt.Sprintf("%s:%d", s.At.File, s.At.Line)

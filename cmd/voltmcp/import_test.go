@@ -99,10 +99,12 @@ func TestImport(t *testing.T) {
 		"+ linear", filepath.Join(home, ".cursor", "mcp.json") + ":3",
 		"headers.Authorization holds a literal secret: written as ${env:LINEAR_TOKEN}",
 		"env.GITHUB_TOKEN holds a literal secret: written as ${env:GITHUB_TOKEN}",
-		"+ vs-notes", "+ wind",
+		// So are the servers of a client's file of the project.
+		"VS Code (project): " + filepath.Join(project, ".vscode", "mcp.json") + "\n  (VS Code starts these in this project alone: they go to " + projectFile + ", never to the user file)\n  + vs-notes",
+		"+ wind",
 		"+ docs", filepath.Join(home, ".codex", "config.toml") + ":3",
 		"Set these variables in the environment voltmcp serve runs in (the client that starts it): GITHUB_TOKEN, LINEAR_TOKEN.",
-		"Would write 6 servers to " + user + " and 1 server to " + projectFile + ". Run again with --yes",
+		"Would write 5 servers to " + user + " and 2 servers to " + projectFile + ". Run again with --yes",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("dry run lacks %q\n%s", want, r)
@@ -113,7 +115,7 @@ func TestImport(t *testing.T) {
 	}
 	r = cli("import", "--yes")
 	noCanary(t, "import --yes's output", r.stdout+r.stderr)
-	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 6 servers to "+user+" and 1 server to "+projectFile) ||
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 5 servers to "+user+" and 2 servers to "+projectFile) ||
 		!strings.Contains(r.stdout, "run 'voltmcp trust'") {
 		t.Fatalf("import --yes:\n%s", r)
 	}
@@ -122,10 +124,11 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	noCanary(t, "the written file", string(data))
-	if strings.Contains(string(data), "local-db") || strings.Contains(string(data), "other-db") {
+	if strings.Contains(string(data), "local-db") || strings.Contains(string(data), "other-db") || strings.Contains(string(data), "vs-notes") {
 		t.Errorf("the user file holds a project's own server:\n%s", data)
 	}
-	if local, _ := os.ReadFile(projectFile); !strings.Contains(string(local), `"local-db"`) || strings.Contains(string(local), "other-db") {
+	if local, _ := os.ReadFile(projectFile); !strings.Contains(string(local), `"local-db"`) || !strings.Contains(string(local), `"vs-notes"`) ||
+		strings.Contains(string(local), "other-db") {
 		t.Errorf("%s:\n%s", projectFile, local)
 	}
 	for _, want := range []string{`"GITHUB_TOKEN": "${env:GITHUB_TOKEN}"`, `"Authorization": "Bearer ${env:LINEAR_TOKEN}"`, `"connectTimeoutMs": 20000`} {
@@ -150,6 +153,132 @@ func TestImport(t *testing.T) {
 	}
 	if r := cli("import", "--from", "emacs"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown client") {
 		t.Errorf("unknown client:\n%s", r)
+	}
+}
+
+// projectClientFixtures writes Cursor's and VS Code's user and project
+// MCP files under a fresh home and project, and returns their root, home
+// and project: cursor-user and vs-user in the user files, cursor-proj
+// (with a literal secret) and vs-proj in the project's.
+func projectClientFixtures(t *testing.T) (root, home, project string) {
+	t.Helper()
+	root = t.TempDir()
+	home, project = filepath.Join(root, "home"), filepath.Join(root, "project")
+	for p, content := range map[string]string{
+		filepath.Join(home, ".cursor", "mcp.json"):     `{"mcpServers": {"cursor-user": {"command": "cursor-user-mcp"}}}` + "\n",
+		filepath.Join(vscodeUserDir(home), "mcp.json"): `{"servers": {"vs-user": {"type": "stdio", "command": "vs-user-mcp"}}}` + "\n",
+		filepath.Join(project, ".cursor", "mcp.json"):  `{"mcpServers": {"cursor-proj": {"command": "cursor-proj-mcp", "env": {"API_TOKEN": "` + importCanary + `"}}}}` + "\n",
+		filepath.Join(project, ".vscode", "mcp.json"):  `{"servers": {"vs-proj": {"type": "http", "url": "https://vs-proj.example/mcp"}}}` + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, home, project
+}
+
+// TestImportProjectFiles: the servers of a client's file of the project
+// (Cursor's .cursor/mcp.json, VS Code's .vscode/mcp.json) are the
+// project's alone, so import writes them to the project's
+// .volt/mcp.json whatever --scope says, never to the user file, where
+// they would start in every project; the servers of the same clients'
+// user files still go where --scope says.
+func TestImportProjectFiles(t *testing.T) {
+	root, home, project := projectClientFixtures(t)
+	cursorProject := filepath.Join(project, ".cursor", "mcp.json")
+	vscodeProject := filepath.Join(project, ".vscode", "mcp.json")
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
+	}
+	loc := cue.Locations{Home: home, Project: project}
+	user, projectFile := loc.Path(cue.LayerUser), loc.Path(cue.LayerProject)
+	r := cli("import")
+	noCanary(t, "import's output", r.stdout+r.stderr)
+	if r.code != exitOK {
+		t.Fatalf("import:\n%s", r)
+	}
+	for _, want := range []string{
+		"Cursor (user): " + filepath.Join(home, ".cursor", "mcp.json"), "+ cursor-user",
+		"Cursor (project): " + cursorProject + "\n  (Cursor starts these in this project alone: they go to " + projectFile + ", never to the user file)\n  + cursor-proj",
+		"env.API_TOKEN holds a literal secret: written as ${env:API_TOKEN}",
+		"VS Code (user): ", "+ vs-user",
+		"VS Code (project): " + vscodeProject + "\n  (VS Code starts these in this project alone: they go to " + projectFile + ", never to the user file)\n  + vs-proj",
+		"Would write 2 servers to " + user + " and 2 servers to " + projectFile + ". Run again with --yes",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run lacks %q\n%s", want, r)
+		}
+	}
+	if strings.Contains(r.stdout, "Cursor (user): "+filepath.Join(home, ".cursor", "mcp.json")+"\n  (") {
+		t.Errorf("the user file's servers are said to be the project's:\n%s", r)
+	}
+	r = cli("import", "--yes")
+	noCanary(t, "import --yes's output", r.stdout+r.stderr)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 2 servers to "+user+" and 2 servers to "+projectFile) ||
+		!strings.Contains(r.stdout, "voltmcp loads the project's .volt/mcp.json once the project is trusted: run 'voltmcp trust'.") {
+		t.Fatalf("import --yes:\n%s", r)
+	}
+	u, _ := os.ReadFile(user)
+	if !strings.Contains(string(u), `"cursor-user"`) || !strings.Contains(string(u), `"vs-user"`) ||
+		strings.Contains(string(u), "cursor-proj") || strings.Contains(string(u), "vs-proj") {
+		t.Errorf("%s:\n%s", user, u)
+	}
+	pf, _ := os.ReadFile(projectFile)
+	noCanary(t, projectFile, string(pf))
+	if !strings.Contains(string(pf), `"cursor-proj"`) || !strings.Contains(string(pf), `"vs-proj"`) ||
+		!strings.Contains(string(pf), `"API_TOKEN": "${env:API_TOKEN}"`) ||
+		strings.Contains(string(pf), "cursor-user") || strings.Contains(string(pf), "vs-user") {
+		t.Errorf("%s:\n%s", projectFile, pf)
+	}
+	noLitter(t, home, project)
+	// Again, the project not trusted yet: its file has them.
+	r = cli("import", "--yes")
+	if r.code != exitOK || !strings.Contains(r.stdout, `skipped: voltmcp already has "cursor-proj" from `+projectFile+" (project); --force replaces it") ||
+		!strings.Contains(r.stdout, `voltmcp already has "vs-proj" from `+projectFile) || !strings.Contains(r.stdout, "Nothing to import.") {
+		t.Errorf("second import:\n%s", r)
+	}
+	// The project's servers load with the project, once it is trusted.
+	r = cli("servers", "--approve")
+	for _, id := range []string{"cursor-user", "vs-user", "cursor-proj", "vs-proj"} {
+		if !strings.Contains(r.stdout, id) {
+			t.Errorf("servers lacks %s\n%s", id, r)
+		}
+	}
+	if r := cli("vet", "--approve"); r.code != exitOK {
+		t.Errorf("vet rejects the imported files:\n%s", r)
+	}
+	// In another project, only the user file's servers are there.
+	other := filepath.Join(root, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, env, "servers", "--approve", "--home", home, "--project", other)
+	if !strings.Contains(r.stdout, "cursor-user") || strings.Contains(r.stdout, "cursor-proj") || strings.Contains(r.stdout, "vs-proj") {
+		t.Errorf("servers in another project:\n%s", r)
+	}
+}
+
+// TestImportScopeProjectFiles: with --scope project the user files'
+// servers go to the project's file too, and the project's files' are
+// there as without it.
+func TestImportScopeProjectFiles(t *testing.T) {
+	home, project := clientFixtures(t)
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	loc := cue.Locations{Home: home, Project: project}
+	r := runCLI(t, env, "import", "--from", "vscode", "--from", "windsurf", "--scope", "project", "--yes", "--home", home, "--project", project)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 2 servers to "+loc.Path(cue.LayerProject)+".") ||
+		!strings.Contains(r.stdout, "(VS Code starts these in this project alone: they go to "+loc.Path(cue.LayerProject)+", never to the user file)") {
+		t.Fatalf("import --scope project:\n%s", r)
+	}
+	if data, _ := os.ReadFile(loc.Path(cue.LayerProject)); !strings.Contains(string(data), `"vs-notes"`) || !strings.Contains(string(data), `"wind"`) {
+		t.Errorf(".volt/mcp.json:\n%s", data)
+	}
+	if _, err := os.Stat(loc.Path(cue.LayerUser)); err == nil {
+		t.Error("the user file was written")
 	}
 }
 
@@ -182,7 +311,7 @@ func TestImportMalformedFile(t *testing.T) {
 	if r.code != exitFindings || !strings.Contains(r.stderr, bad+":4:") || !strings.Contains(r.stderr, codex+":") {
 		t.Fatalf("import:\n%s", r)
 	}
-	if !strings.Contains(r.stdout, "Wrote 4 servers to "+filepath.Join(home, ".volt", "agent", "mcp.json")+" and 1 server to ") {
+	if !strings.Contains(r.stdout, "Wrote 3 servers to "+filepath.Join(home, ".volt", "agent", "mcp.json")+" and 2 servers to ") {
 		t.Errorf("the other files did not import:\n%s", r)
 	}
 }
@@ -392,6 +521,45 @@ func TestSetupProjectMovesLocal(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(loc.Path(cue.LayerProject)); !strings.Contains(string(data), `"local-db"`) || !strings.Contains(string(data), `"shared"`) {
 		t.Errorf(".volt/mcp.json:\n%s", data)
+	}
+	if _, err := os.Stat(loc.Path(cue.LayerUser)); err == nil {
+		t.Error("the user file was written")
+	}
+	noLitter(t, home, project)
+}
+
+// TestSetupProjectFileMove: setup cursor|vscode --scope project --move
+// moves the servers of the client's file of the project to the project's
+// .volt/mcp.json, as import writes them, and says so in its plan.
+func TestSetupProjectFileMove(t *testing.T) {
+	_, home, project := projectClientFixtures(t)
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project)...)
+	}
+	loc := cue.Locations{Home: home, Project: project}
+	projectFile := loc.Path(cue.LayerProject)
+	for _, tc := range []struct{ client, label, file, server string }{
+		{"cursor", "Cursor (project)", filepath.Join(project, ".cursor", "mcp.json"), "cursor-proj"},
+		{"vscode", "VS Code (project)", filepath.Join(project, ".vscode", "mcp.json"), "vs-proj"},
+	} {
+		r := cli("setup", tc.client, "--scope", "project")
+		if r.code != exitOK || !strings.Contains(r.stdout, tc.label+" would still start 1 server of its own, besides voltmcp: "+tc.server+". "+
+			"'--move' imports them into "+projectFile+" (for this project alone) and removes them from "+tc.file+".") {
+			t.Errorf("setup %s --scope project:\n%s", tc.client, r)
+		}
+		r = cli("setup", tc.client, "--scope", "project", "--move", "--yes")
+		noCanary(t, "setup --move's output", r.stdout+r.stderr)
+		if r.code != exitOK || !strings.Contains(r.stdout, "they go to "+projectFile+", never to the user file") ||
+			!strings.Contains(r.stdout, "Wrote 1 server to "+projectFile+".") || !strings.Contains(r.stdout, "voltmcp trust") {
+			t.Fatalf("setup %s --scope project --move:\n%s", tc.client, r)
+		}
+		if data, _ := os.ReadFile(tc.file); strings.Contains(string(data), tc.server) || !strings.Contains(string(data), `"voltmcp"`) {
+			t.Errorf("%s after --move:\n%s", tc.file, data)
+		}
+		if data, _ := os.ReadFile(projectFile); !strings.Contains(string(data), `"`+tc.server+`"`) {
+			t.Errorf("%s after setup %s --move:\n%s", projectFile, tc.client, data)
+		}
 	}
 	if _, err := os.Stat(loc.Path(cue.LayerUser)); err == nil {
 		t.Error("the user file was written")

@@ -146,8 +146,8 @@ Examples:
 			}
 			if len(fe.others) > 0 && !move {
 				into := "voltmcp"
-				if f.local {
-					into = loc.Path(cue.LayerProject) + " (for this project alone)"
+				if f.project {
+					into = loc.Path(f.destLayer(layer)) + " (for this project alone)"
 				}
 				fmt.Fprintf(e.stdout, "%s would still start %d %s of its own, besides voltmcp: %s. "+
 					"'--move' imports them into %s and removes them from %s.\n",
@@ -218,14 +218,4 @@ func cleanAll(list []string) []string {
 		out[i] = clean(s)
 	}
 	return out
-}
-
-func clientName(client string) string {
-	switch client {
-	case clientClaudeCode:
-		return "Claude Code"
-	case clientCursor:
-		return "Cursor"
-	}
-	return "VS Code"
 }

@@ -146,7 +146,7 @@ func auditVerify(e *env, path string, asJSON bool) error {
 
 func writeVerifyText(w io.Writer, rep audit.VerifyReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d records in %d files", rep.Records, len(rep.Files))
+	fmt.Fprintf(&b, "%d %s in %d %s", rep.Records, plural(int(min(rep.Records, 2)), "record"), len(rep.Files), plural(len(rep.Files), "file"))
 	if rep.Records > 0 {
 		fmt.Fprintf(&b, ", seq %d to %d; last line hash %s", rep.FirstSeq, rep.LastSeq, rep.LastHash)
 	}

@@ -45,7 +45,7 @@ func TestAuditVerify(t *testing.T) {
 	t.Parallel()
 	dir, path := auditFixture(t)
 	r := runCLI(t, nil, "audit", "verify", "--agent-dir", dir)
-	if r.code != exitOK || !strings.Contains(r.stdout, "6 records in 1 files") || !strings.Contains(r.stdout, "chain intact") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "6 records in 1 file") || !strings.Contains(r.stdout, "chain intact") {
 		t.Fatalf("verify of a clean log\n%s", r)
 	}
 

@@ -87,6 +87,18 @@ Examples:
 		p.print(e.stdout, e.stderr)
 		if p.count() == 0 {
 			fmt.Fprintln(e.stdout, "Nothing to import.")
+			if p.lines.Len() == 0 {
+				// No file held a server: say where voltmcp looked.
+				fmt.Fprintln(e.stdout, "No MCP server was found in:")
+				seen := map[string]bool{}
+				for _, f := range files {
+					if !seen[f.path] {
+						seen[f.path] = true
+						fmt.Fprintf(e.stdout, "  %s  %s\n", f.label, f.path)
+					}
+				}
+				fmt.Fprintln(e.stdout, "'voltmcp add NAME -- COMMAND ARGS...' or 'voltmcp add NAME --url URL' adds one by hand.")
+			}
 		} else if !yes {
 			fmt.Fprintf(e.stdout, "Would write %s. Run again with --yes to write %s.\n", p.describe(), pronoun(p.count()))
 		} else {

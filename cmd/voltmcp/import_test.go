@@ -587,3 +587,20 @@ func noLitter(t *testing.T, home, project string) {
 		})
 	}
 }
+
+// TestEmptyStatesSayWhatToDo: import with nothing to read names the
+// files it looked in and voltmcp add; servers with none configured
+// names import and add.
+func TestEmptyStatesSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	home, project := t.TempDir(), t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home})
+	r := runCLI(t, env, "import", "--home", home, "--project", project)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Nothing to import.") || !strings.Contains(r.stdout, filepath.Join(home, ".cursor", "mcp.json")) || !strings.Contains(r.stdout, "voltmcp add NAME") {
+		t.Errorf("import with no client config:\n%s", r)
+	}
+	r = runCLI(t, env, "servers", "--home", home, "--project", project)
+	if r.code != exitOK || !strings.Contains(r.stdout, "voltmcp import") || !strings.Contains(r.stdout, "voltmcp add") {
+		t.Errorf("servers with none configured:\n%s", r)
+	}
+}

@@ -157,7 +157,7 @@ func writeServerTable(w io.Writer, list []engine.ServerSummary) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(s.ID), s.Status, transport, lifecycle, tools, clean(s.SourceLabel))
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(tw, "(no servers configured)")
+		fmt.Fprintln(tw, "(no servers configured: 'voltmcp import' brings in those of Claude Code, Cursor, VS Code and others; 'voltmcp add' adds one)")
 	}
 	return tw.Flush()
 }

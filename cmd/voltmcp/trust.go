@@ -91,7 +91,7 @@ Examples:
 			return failuref("%w", err)
 		}
 		if !asJSON {
-			fmt.Fprintf(e.stdout, "trusted %s (%d files); it stays trusted until a file changes\n", rec.Project, len(rec.Files))
+			fmt.Fprintf(e.stdout, "trusted %s (%d %s); it stays trusted until a file changes\n", rec.Project, len(rec.Files), plural(len(rec.Files), "file"))
 		}
 		return nil
 	}

@@ -604,3 +604,24 @@ func TestEmptyStatesSayWhatToDo(t *testing.T) {
 		t.Errorf("servers with none configured:\n%s", r)
 	}
 }
+
+// TestSetupWarnsWhenVoltmcpIsNotOnPath: setup names --command when the
+// program the client would start is not on PATH, and not when it is an
+// absolute path.
+func TestSetupWarnsWhenVoltmcpIsNotOnPath(t *testing.T) {
+	t.Parallel()
+	home, project := t.TempDir(), t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": t.TempDir()})
+	r := runCLI(t, env, "setup", "cursor", "--home", home, "--project", project)
+	if r.code != exitOK || !strings.Contains(r.stderr, `"voltmcp" is not on PATH`) || !strings.Contains(r.stderr, "--command ") {
+		t.Errorf("setup without voltmcp on PATH:\n%s", r)
+	}
+	bin := filepath.Join(t.TempDir(), "voltmcp")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, env, "setup", "cursor", "--command", bin, "--home", home, "--project", project)
+	if r.code != exitOK || strings.Contains(r.stderr, "not on PATH") {
+		t.Errorf("setup --command ABS:\n%s", r)
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -96,6 +99,17 @@ Examples:
 			files = append(files, local)
 		}
 		loc := cue.Locations{Home: e.g.home, Project: e.g.project}
+		// The client starts program by name through its own PATH: a name
+		// that is not on this PATH would most likely fail there too.
+		if !strings.ContainsRune(program, filepath.Separator) {
+			if _, err := exec.LookPath(program); err != nil {
+				hint := "--command /path/to/voltmcp names it"
+				if self, err := os.Executable(); err == nil {
+					hint = "--command " + shellQuote(self) + " names this one"
+				}
+				fmt.Fprintf(e.stderr, "warning: %q is not on PATH, so %s would likely fail to start it; install voltmcp on PATH, or %s\n", program, clientName(args[0]), hint)
+			}
+		}
 		cmdJSON, _ := json.Marshal(program)
 		def := []byte(`{"type": "stdio", "command": ` + string(cmdJSON) + `, "args": ["serve"]}`)
 		p, err := planImport(ctx, e, files, layer, &importOptions{keepSecrets: keepSecrets, moving: target.path})

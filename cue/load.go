@@ -292,7 +292,7 @@ func (o Options) reportUntrusted(docs []*layerDoc, trust TrustDecision, d *diags
 	hint := "run voltmcp trust to trust the project as it is, --approve to trust it for one run, or set defaultProjectTrust in a user layer"
 	switch {
 	case o.NoApprove:
-		hint = "--no-approve was given; leave it out to let defaultProjectTrust decide"
+		hint = "leave --no-approve out to let defaultProjectTrust decide"
 	case trust.Hint != "":
 		hint = trust.Hint
 	}

@@ -70,6 +70,13 @@ type Options struct {
 	// HTTPTransport carries requests to HTTP servers. Zero: a clone of
 	// http.DefaultTransport.
 	HTTPTransport http.RoundTripper
+	// GatewayTokens are the bearer tokens with which this user's voltmcp
+	// serve --http serves. An HTTP server whose request would carry one
+	// as its Authorization is that gateway (an entry a client's config
+	// holds to reach it), and the engine refuses the request before it is
+	// sent, as it refuses a server answering with the engine's own
+	// instance id. Zero: only the instance id is checked.
+	GatewayTokens []string
 	// Passive leaves eager and keep-alive servers cold at New: for one-shot
 	// commands that inspect or manage servers without running them all.
 	// Zero: they start in the background.

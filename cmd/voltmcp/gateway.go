@@ -357,6 +357,7 @@ Examples:
 			LookupEnv: os.LookupEnv,
 			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			Authorize: login.authorize, CanAuthorize: engine.CanOfferURL,
+			GatewayTokens: gatewayTokens(e.g.agentDir, token),
 		})
 		if err != nil {
 			return failuref("%w", err)

@@ -109,3 +109,20 @@ func readTokenFile(path string) (string, error) {
 	}
 	return token, nil
 }
+
+// gatewayTokens are the bearer tokens of this user's voltmcp serve
+// --http that the engine refuses to send to an HTTP server
+// (engine.Options.GatewayTokens): the token of the default token file,
+// when there is a valid one, and serving (the token this serve serves
+// with), when not "". A token file that cannot be read adds nothing:
+// serve itself refuses to use it.
+func gatewayTokens(agentDir, serving string) []string {
+	var tokens []string
+	if serving != "" {
+		tokens = append(tokens, serving)
+	}
+	if tok, err := readTokenFile(defaultTokenFile(agentDir)); err == nil && tok != serving {
+		tokens = append(tokens, tok)
+	}
+	return tokens
+}

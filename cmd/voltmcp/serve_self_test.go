@@ -73,7 +73,8 @@ func TestServeHTTPRefusesItself(t *testing.T) {
 		}
 		return res
 	}
-	want := "server voltmcp is this gateway itself: its url reaches this voltmcp serve --http"
+	// The entry carries serve's token: refused before anything is sent.
+	want := "server voltmcp is this gateway itself: its Authorization header carries the token of this user's voltmcp serve --http"
 	// The listing at start finds it so, once the listener is up.
 	deadline := testwait.Deadline(t)
 	for res := gw(map[string]any{"action": "status", "server": "voltmcp"}); !strings.Contains(resultText(res), want); res = gw(map[string]any{"action": "status", "server": "voltmcp"}) {
@@ -98,6 +99,24 @@ func TestServeHTTPRefusesItself(t *testing.T) {
 		t.Errorf("status: %s", resultText(res))
 	}
 	callEcho(ctx, t, cs, "the others work")
+
+	// The CLI of the same user refuses it too, and caches nothing of it;
+	// the error says how to keep the client's entry and have voltmcp
+	// leave it.
+	env := fakeEnv(t, map[string]string{"HOME": home, "VOLTMCP_TOKEN": token})
+	r := runCLI(t, env, "refresh", "voltmcp", "--home", home, "--project", project, "--approve")
+	if r.code == exitOK || !strings.Contains(r.stdout+r.stderr, want) || !strings.Contains(r.stdout+r.stderr, "'voltmcp disable voltmcp'") || strings.Contains(r.stdout+r.stderr, token) {
+		t.Errorf("refresh of the gateway's own entry from the CLI:\n%s", r)
+	}
+	if r := runCLI(t, env, "tools", "voltmcp", "--home", home, "--project", project, "--approve"); !strings.Contains(r.stderr, "never been listed") {
+		t.Errorf("tools of the gateway's own entry after refresh:\n%s", r)
+	}
+	if r := runCLI(t, env, "disable", "voltmcp", "--home", home, "--project", project, "--approve"); r.code != exitOK {
+		t.Errorf("disable voltmcp:\n%s", r)
+	}
+	if data, _ := os.ReadFile(mcpJSON); string(data) != string(b) {
+		t.Errorf("disable changed the client's .mcp.json:\n%s", data)
+	}
 }
 
 // resultText is the text of a result's content.

@@ -27,7 +27,8 @@ func openEngine(ctx context.Context, e *env, tweak ...func(*engine.Options)) (*e
 			v := e.getenv(k)
 			return v, v != ""
 		},
-		Passive: true,
+		Passive:       true,
+		GatewayTokens: gatewayTokens(e.g.agentDir, ""),
 	}
 	for _, t := range tweak {
 		t(opts)

@@ -2,12 +2,14 @@ package transport
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -49,6 +51,11 @@ type HeaderTransport struct {
 	// the server is the gateway itself, whatever the URL's spelling.
 	// "" checks nothing.
 	Self string
+	// SelfTokens are the bearer tokens of this user's gateways (voltmcp
+	// serve --http): a request whose Authorization, once SetHeaders set
+	// it, is one of them fails with a *SelfError before it is sent. Nil
+	// checks nothing.
+	SelfTokens []string
 	// Listings, when set (and MaxMessage is), is told of each tools/list
 	// request a POST carries, and reads each tool's task support from the
 	// answer as the SDK reads it: the POST's response (a JSON body or an
@@ -78,14 +85,42 @@ type SelfError struct {
 	// File is the config file that defines the server, when the caller
 	// knows it.
 	File string
+	// Token is true when the request carried the gateway's bearer token
+	// ([HeaderTransport.SelfTokens]), false when the answer carried its
+	// instance id.
+	Token bool
 }
 
 func (e *SelfError) Error() string {
 	where := ""
 	if e.File != "" {
-		where = " from " + e.File
+		where = " in " + e.File
 	}
-	return fmt.Sprintf("server %s is this gateway itself: its url reaches this voltmcp serve --http, which would call itself without end; remove the entry%s or point its url at another server", e.Server, where)
+	how := "its url reaches this voltmcp serve --http, which would call itself without end"
+	if e.Token {
+		how = "its Authorization header carries the token of this user's voltmcp serve --http, which voltmcp never calls through itself"
+	}
+	return fmt.Sprintf("server %s is this gateway itself: %s; if the entry%s is there for an MCP client, 'voltmcp disable %s' makes voltmcp leave it, else point its url at another server", e.Server, how, where, e.Server)
+}
+
+// carriesSelfToken reports whether h's Authorization is a bearer token
+// of SelfTokens, compared in constant time.
+func (t *HeaderTransport) carriesSelfToken(h http.Header) bool {
+	if len(t.SelfTokens) == 0 {
+		return false
+	}
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	cred = strings.TrimSpace(cred)
+	found := false
+	for _, tok := range t.SelfTokens {
+		if tok != "" && subtle.ConstantTimeCompare([]byte(cred), []byte(tok)) == 1 {
+			found = true
+		}
+	}
+	return found
 }
 
 // RoundTrip implements [http.RoundTripper].
@@ -103,6 +138,14 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err := t.SetHeaders(req.Header); err != nil {
 			return nil, err
 		}
+	}
+	if t.carriesSelfToken(req.Header) {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		err := &SelfError{Server: t.Server, Token: true}
+		t.self.CompareAndSwap(nil, err)
+		return nil, err
 	}
 	var listing jsonrpc.ID
 	listed := false

@@ -135,3 +135,35 @@ func TestConnectHTTPRefusesItself(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectHTTPRefusesTheGatewaysToken: in every HTTP mode, a request
+// whose Authorization carries one of SelfTokens is refused before it is
+// sent; another bearer is sent.
+func TestConnectHTTPRefusesTheGatewaysToken(t *testing.T) {
+	var got atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		http.Error(w, "not found", http.StatusNotFound)
+	}))
+	defer ts.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	bearer := func(tok string) func(http.Header) error {
+		return func(h http.Header) error { h.Set("Authorization", "bearer  "+tok); return nil }
+	}
+	for _, mode := range []HTTPMode{Streamable, SSE, StreamableOrSSE} {
+		ht := &HeaderTransport{Base: http.DefaultTransport, Server: "self", SelfTokens: []string{"other", "tok-en"}, SetHeaders: bearer("tok-en")}
+		_, _, err := ConnectHTTP(t.Context(), client, ts.URL+"/mcp", mode, ht, nil, nil)
+		var self *SelfError
+		if !errors.As(err, &self) || !self.Token || !strings.Contains(err.Error(), "'voltmcp disable self'") || strings.Contains(err.Error(), "tok-en") {
+			t.Errorf("mode %d: %v", mode, err)
+		}
+		if n := got.Load(); n != 0 {
+			t.Fatalf("mode %d: %d requests reached the server", mode, n)
+		}
+		ht = &HeaderTransport{Base: http.DefaultTransport, Server: "other", SelfTokens: []string{"tok-en"}, SetHeaders: bearer("tok-en2")}
+		if _, _, err := ConnectHTTP(t.Context(), client, ts.URL+"/mcp", mode, ht, nil, nil); err == nil || errors.As(err, &self) || got.Load() == 0 {
+			t.Errorf("mode %d, another token: %v", mode, err)
+		}
+		got.Store(0)
+	}
+}

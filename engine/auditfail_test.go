@@ -50,7 +50,7 @@ func TestAuditFailureUnderAllow(t *testing.T) {
 			}
 			// The call's records join the backlog once it is answered, and
 			// reach the log a moment later.
-			for wait := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			for wait := testwait.Deadline(t); ; time.Sleep(5 * time.Millisecond) {
 				if _, err := os.Stat(logPath); err == nil || time.Now().After(wait) {
 					break
 				}
@@ -64,7 +64,7 @@ func TestAuditFailureUnderAllow(t *testing.T) {
 			state := func() AuditState {
 				return gw(t, e, GatewayInput{Action: "status"}).Data.(map[string]any)["audit"].(AuditState)
 			}
-			deadline := time.Now().Add(time.Minute)
+			deadline := testwait.Deadline(t)
 			// The log may be marked failing (a reopen that failed) a moment
 			// before the records it lost are counted: wait for both.
 			for st := state(); st.State != "failing" || st.Lost < 1; st = state() {

@@ -132,7 +132,7 @@ func TestGuardPreparesInTheBackground(t *testing.T) {
 			g := e.guard.Load()
 			select {
 			case <-g.plugReady:
-			case <-time.After(time.Minute):
+			case <-time.After(time.Until(testwait.Deadline(t))):
 				t.Fatal("the plugins were not set up within a minute of New without a call")
 			}
 			select {
@@ -183,7 +183,7 @@ func TestPluginCacheDirDefault(t *testing.T) {
 	g := start(t, opts).guard.Load()
 	select {
 	case <-g.plugReady:
-	case <-time.After(time.Minute):
+	case <-time.After(time.Until(testwait.Deadline(t))):
 		t.Fatal("the plugins were not set up within a minute")
 	}
 	if entries, err := os.ReadDir(want); err != nil || len(entries) == 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"github.com/voltmcp/voltmcp/wasm"
 )
 
@@ -99,8 +100,8 @@ func TestLoadOptionsTimeout(t *testing.T) {
 		{quick, "past the module's timeout of 50ms"},
 		{slow, "past the module's timeout of 1s"},
 	} {
-		// The minute only keeps a broken build from hanging the run.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// The bound only keeps a broken build from hanging the run.
+		ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 		_, err := tt.m.Classify(ctx, wasm.ClassifyInput{Server: "s", Tool: "t"})
 		cancel()
 		var f *wasm.Fault

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,7 +34,7 @@ func offHome(t *testing.T) (home, file string) {
 func TestEnabledFalseServeStdio(t *testing.T) {
 	home, file := offHome(t)
 	project := benchProject(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	serve := cliCommand("serve", "--home", home, "--project", project, "--approve")
 	var stderr strings.Builder
@@ -69,7 +69,7 @@ func TestEnabledFalseServeHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,

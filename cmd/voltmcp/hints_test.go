@@ -13,6 +13,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // hintsProject writes a project whose one server, "db", is the mcptest
@@ -59,7 +60,7 @@ func serveCall(t *testing.T, home, project, policy, tool string) (bool, string) 
 	t.Helper()
 	cmd := cliCommand("serve", "--home", home, "--project", project, "--approve", "--policy", policy)
 	cs := connectCommand(t, cmd, "2025-11-25")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
 		"action": "call", "server": "db", "tool": tool, "arguments": map[string]any{}}})

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestServeWritesItsAuditOnExit checks that the audit records of the
@@ -23,7 +23,7 @@ func TestServeWritesItsAuditOnExit(t *testing.T) {
 			home, project := t.TempDir(), benchProject(t)
 			cmd := cliCommand("serve", "--home", home, "--project", project, "--approve")
 			cs := connectCommand(t, cmd, "2025-11-25")
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 			defer cancel()
 			const calls = 10
 			for i := range calls {

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestServeEndsWhileAClassifierRatesManyTools is
@@ -60,7 +61,7 @@ func TestServeEndsWhileAClassifierRatesManyTools(t *testing.T) {
 		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{
 			"action": "call", "server": "up", "tool": "echo", "arguments": map[string]any{"text": "hi"}}})
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	for !strings.Contains(stderr.String(), "plugin fault") {
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -46,7 +47,7 @@ func TestServeEndsWhileAClassifierHangs(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	go func() { _ = cs.Wait() }()
 	waitExited(ctx, t, cmd)

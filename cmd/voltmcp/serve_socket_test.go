@@ -4,13 +4,13 @@ package main
 
 import (
 	"context"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,7 +61,7 @@ func TestServeSocketServesOnlyTheOwner(t *testing.T) {
 	}
 	token := strings.TrimSpace(string(b))
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func TestServeWaitsInNoSystemCall(t *testing.T) {
 	defer stderr.Close()
 	cmd.Stderr = stderr
 	cs := connectCommand(t, cmd, "2025-11-25")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 	callEcho(ctx, t, cs, "hello")
 	// Let the call's audit records be written and the log's lock go,

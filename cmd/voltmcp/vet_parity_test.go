@@ -17,6 +17,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // TestVetRefusesWhatTheGatewayRefuses configures a policy that does not
@@ -54,7 +55,7 @@ func TestVetRefusesWhatTheGatewayRefuses(t *testing.T) {
 	// The engine prepares its policies and plugins in the background and
 	// logs each refusal; no call is needed.
 	var policyErr, pluginErr string
-	for deadline := time.Now().Add(time.Minute); policyErr == "" || pluginErr == ""; time.Sleep(10 * time.Millisecond) {
+	for deadline := testwait.Deadline(t); policyErr == "" || pluginErr == ""; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the engine did not log both refusals within a minute:\n%s", logs.String())
 		}

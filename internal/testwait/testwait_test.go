@@ -15,7 +15,7 @@ import (
 	"github.com/voltmcp/voltmcp/internal/npmpeers"
 )
 
-// TestNoShortWaits finds every bound under a minute written as a literal
+// TestNoShortWaits finds every bound shorter than [Patience] written as a literal
 // in the module's tests: a context.WithTimeout, a time.After, a
 // time.NewTimer or a time.Now().Add deadline. Each must use this
 // package, or say with a "testwait:" comment why it is short.
@@ -99,7 +99,7 @@ func shortWaits(t *testing.T, path string) []string {
 		}
 		d, ok := literalDuration(arg)
 		line := fset.Position(call.Pos()).Line
-		if ok && d < time.Minute && !excused[line] {
+		if ok && d < Patience && !excused[line] {
 			out = append(out, strconv.Itoa(line)+": "+string(src[fset.Position(call.Pos()).Offset:fset.Position(call.End()).Offset]))
 		}
 		return true

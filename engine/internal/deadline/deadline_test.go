@@ -63,6 +63,7 @@ func TestCallDeadlines(t *testing.T) {
 		t.Errorf("after the parent's cancel: %v", c2.Err())
 	}
 	// A parent's sooner deadline is the call's.
+	// testwait: a deadline under test, not a wait
 	soon, cancelSoon := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelSoon()
 	c3, cancel3 := d.WithTimeout(soon, time.Hour)

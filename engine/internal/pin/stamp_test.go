@@ -27,7 +27,7 @@ func TestStampOf(t *testing.T) {
 		t.Errorf("the same file stamped twice: %+v, %+v", again, first)
 	}
 	// Another write (another process approving, say) changes the stamp.
-	later := time.Now().Add(time.Minute)
+	later := time.Now().Add(time.Minute) // testwait: a time stamp, not a wait
 	if err := os.Chtimes(filepath.Join(dir, "srv.json"), later, later); err != nil {
 		t.Fatal(err)
 	}

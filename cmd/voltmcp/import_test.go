@@ -443,7 +443,8 @@ func TestSetup(t *testing.T) {
 	noCanary(t, "setup --move's output", r.stdout+r.stderr)
 	if r.code != exitOK || !strings.Contains(r.stdout, "Wrote 1 server to "+user+" and 1 server to "+projectFile) ||
 		!strings.Contains(r.stdout, "Updated "+claude+" (projects → "+abs+")") ||
-		!strings.Contains(r.stdout, "- other-db") || !strings.Contains(r.stdout, "voltmcp trust") {
+		!strings.Contains(r.stdout, "- other-db") || !strings.Contains(r.stdout, "voltmcp trust") ||
+		!strings.Contains(r.stdout, "Copying 1 server to ") || !regexp.MustCompile(`Removing from [^:]+: [a-z, -]*github`).MatchString(r.stdout) {
 		t.Fatalf("setup --move:\n%s", r)
 	}
 	data, _ = os.ReadFile(claude)

@@ -179,17 +179,17 @@ Examples:
 		}
 		if moving > 0 {
 			p.print(e.stdout, e.stderr)
-			var from []string
+			if p.count() > 0 {
+				fmt.Fprintf(e.stdout, "Copying %s.\n", p.describe())
+			} else {
+				fmt.Fprintln(e.stdout, "Nothing to copy: voltmcp has a server of each name already (listed above).")
+			}
 			for _, fe := range edits {
 				if len(fe.edit.Remove) > 0 {
-					from = append(from, clean(fe.f.where()))
+					fmt.Fprintf(e.stdout, "Removing from %s: %s (voltmcp runs them from now on; the file as it was is kept in %s).\n",
+						clean(fe.f.where()), strings.Join(cleanAll(fe.edit.Remove), ", "), fe.edit.Backup)
 				}
 			}
-			what := p.describe()
-			if what == "" {
-				what = "nothing new"
-			}
-			fmt.Fprintf(e.stdout, "Moving %s, and every server voltmcp has out of %s.\n", what, strings.Join(from, " and "))
 		}
 		changes := false
 		for _, fe := range edits {

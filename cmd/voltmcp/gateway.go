@@ -79,6 +79,13 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		if off := eng.TurnedOff(); off != "" && action != "status" {
 			return failuref("%s", off)
 		}
+		// A server that is not configured is a usage error, as for every
+		// command that takes a SERVER (tools, enable, remove, ...).
+		if in.Server != "" {
+			if _, err := eng.Server(in.Server); errors.Is(err, engine.ErrUnknownServer) {
+				return usageErrorf("%w", err)
+			}
+		}
 		res := eng.Gateway(ctx, in)
 		if asJSON {
 			if err := writeJSONValue(e.stdout, res.Data); err != nil {

@@ -123,8 +123,13 @@ func TestServersListUntrustedProjectServers(t *testing.T) {
 		}
 	}
 	// A name that is nowhere keeps its suggestion.
-	if r := cli("describe", "clok", "x"); !strings.Contains(r.stdout+r.stderr, `unknown server "clok" (did you mean "clock"?)`) {
+	if r := cli("describe", "clok", "x"); r.code != exitUsage || !strings.Contains(r.stderr, `unknown server "clok" (did you mean "clock"?)`) {
 		t.Errorf("describe of an unknown server:\n%s", r)
+	}
+	for _, args := range [][]string{{"call", "clok", "x"}, {"connect", "clok"}, {"status", "clok"}, {"resources", "clok"}} {
+		if r := cli(args...); r.code != exitUsage || !strings.Contains(r.stderr, `unknown server "clok" (did you mean "clock"?)`) {
+			t.Errorf("%s of an unknown server exits %d, want %d as tools, enable and remove do:\n%s", args[0], r.code, exitUsage, r)
+		}
 	}
 	// voltmcp's own write to a project trusted for one run records no
 	// trust: there was no record to keep.

@@ -188,18 +188,7 @@ func TestGetPromptHelpExample(t *testing.T) {
 	}
 
 	t.Run("server-everything", func(t *testing.T) {
-		node := npmpeers.Node(t)
-		everything := npmpeers.Path(t, npmpeers.EverythingEntry)
-		home := t.TempDir()
-		data, _ := json.Marshal(map[string]any{"version": 1, "servers": map[string]any{
-			"everything": map[string]any{"command": node, "args": []string{everything, "stdio"}}}})
-		dir := filepath.Join(home, ".volt", "agent")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "mcp.json"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		home := everythingHome(t)
 		env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
 		r := runCLI(t, env, append(argv, "--home", home, "--project", t.TempDir())...)
 		if r.code != exitOK || !strings.Contains(r.stdout, "user: What's weather in Oslo?") {
@@ -212,6 +201,18 @@ func TestGetPromptHelpExample(t *testing.T) {
 // a resource of the server-everything version CI installs.
 func TestReadResourceHelpExample(t *testing.T) {
 	argv := helpExample(t, "read-resource")
+	home := everythingHome(t)
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	r := runCLI(t, env, append(argv, "--home", home, "--project", t.TempDir())...)
+	if r.code != exitOK || len(strings.TrimSpace(r.stdout)) < 100 {
+		t.Errorf("the example against server-everything:\n%s", r)
+	}
+}
+
+// everythingHome returns a home whose user file configures the npm
+// server-everything as "everything" (skipping t without the npm peers).
+func everythingHome(t *testing.T) string {
+	t.Helper()
 	node := npmpeers.Node(t)
 	everything := npmpeers.Path(t, npmpeers.EverythingEntry)
 	home := t.TempDir()
@@ -224,9 +225,5 @@ func TestReadResourceHelpExample(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
-	r := runCLI(t, env, append(argv, "--home", home, "--project", t.TempDir())...)
-	if r.code != exitOK || len(strings.TrimSpace(r.stdout)) < 100 {
-		t.Errorf("the example against server-everything:\n%s", r)
-	}
+	return home
 }

@@ -3,6 +3,7 @@ package line
 import (
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -66,11 +67,29 @@ func FuzzLineReader(f *testing.F) {
 			"a byte at a time": iotest.OneByteReader(strings.NewReader(input)),
 		} {
 			got := readMessages(newReader(src, 0))
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			if sameMessages(got) != sameMessages(want) {
 				t.Fatalf("%s: %q\n got %q\nwant %q", name, input, got, want)
 			}
 		}
 	})
+}
+
+// quotedPart is a part of an error message that quotes the input.
+var quotedPart = regexp.MustCompile("`[^`]*`")
+
+// sameMessages joins messages for comparison, with the parts of an
+// error that quote the input left out: from Go 1.27, encoding/json's
+// stream decoder quotes as much of a bad escape as it has read, which
+// depends on how the input arrives; the error is the same one.
+func sameMessages(msgs []string) string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		if strings.HasPrefix(m, "error: ") {
+			m = quotedPart.ReplaceAllString(m, "`…`")
+		}
+		out[i] = m
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestLineReaderBounds checks that a message over the bound fails with

@@ -154,7 +154,7 @@ func benchDirectSession(b *testing.B, ctx context.Context) *mcp.ClientSession {
 }
 
 // BenchmarkCallTool is one tools/call round trip of echo on a connected
-// stdio server of mode behave: through Engine.CallTool (via=engine), and
+// stdio server of mode behave: through Engine.callUngated (via=engine), and
 // through a bare go-sdk client with mcp.CommandTransport running the same
 // binary in the same mode with the same environment (via=sdk). The
 // difference is what the engine adds to a call; benchstat -col /via puts
@@ -169,13 +169,13 @@ func BenchmarkCallTool(b *testing.B) {
 		if err := e.Connect(ctx, "behave"); err != nil {
 			b.Fatal(err)
 		}
-		res, err := e.CallTool(ctx, "behave", "echo", args)
+		res, err := e.callUngated(ctx, "behave", "echo", args)
 		if err != nil || text(res) != args["text"] {
 			b.Fatalf("echo: %v %v", res, err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := e.CallTool(ctx, "behave", "echo", args); err != nil {
+			if _, err := e.callUngated(ctx, "behave", "echo", args); err != nil {
 				b.Fatal(err)
 			}
 		}

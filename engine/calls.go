@@ -49,7 +49,7 @@ func (s *supervisor) progress(_ context.Context, req *mcp.ProgressNotificationCl
 // decided is the listing (see listing) the call was decided on: when a
 // discovery ran since, nothing is sent and then gets errListedMeanwhile,
 // since what it listed may hold the tool. anyListing skips the check, for
-// calls that no decision gates (Engine.CallTool).
+// calls that no decision gates (Engine.callUngated).
 func (s *supervisor) call(ctx context.Context, callID, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s.mu.Lock()
 	s.inflight++

@@ -519,28 +519,15 @@ func (e *Engine) FreshMetadata(ctx context.Context, id string) (*Metadata, error
 	return s.meta, nil
 }
 
-// CallTool calls a tool of a server, connecting first if needed. A
-// tool's own failure is a result with IsError set; the error is for
-// failing to reach the server or the call timing out.
-func (e *Engine) CallTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
-	res, err := e.callTool(ctx, server, tool, args)
-	if res != nil {
-		// Structured content is a decoded value here, as the SDK's
-		// client gives it; the gateway passes it on as JSON.
-		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-			var v any
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, fmt.Errorf("decoding the structured content of %s: %w", tool, err)
-			}
-			res.StructuredContent = v
-		}
-	}
-	return res, err
-}
-
-// callTool is CallTool with structured content that may still be the
-// json.RawMessage the server sent (jsonwire.DecodeToolResult).
-func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+// callUngated calls a tool of a server, connecting first if needed,
+// with none of the gateway's checks: no project trust, tool policy, pin,
+// classifier, output cleaning, redaction or audit record. It is not
+// exported, so that every caller outside the engine calls through
+// [Engine.Gateway]'s pipeline; the engine's tests of its own plumbing
+// (transports, the lean path, OAuth) use it. A tool's own failure is a
+// result with IsError set; the error is for failing to reach the server
+// or the call timing out.
+func (e *Engine) callUngated(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
 	type answer struct {
 		res *mcp.CallToolResult
 		err error
@@ -551,10 +538,21 @@ func (e *Engine) callTool(ctx context.Context, server, tool string, args any) (*
 	a := turn.Await(ctx, func(ctx context.Context, then func(func(), answer)) {
 		e.callToolThen(ctx, server, tool, args, anyListing, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
 	})
+	if a.res != nil {
+		// Structured content is a decoded value here, as the SDK's
+		// client gives it; the gateway passes it on as JSON.
+		if raw, ok := a.res.StructuredContent.(json.RawMessage); ok {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("decoding the structured content of %s: %w", tool, err)
+			}
+			a.res.StructuredContent = v
+		}
+	}
 	return a.res, a.err
 }
 
-// callToolThen is callTool that hands its result to then, once: on
+// callToolThen is a call that hands its result to then, once: on
 // this goroutine, or on the server's connection's reader when the call
 // takes the lean path (see supervisor.call). decided is the listing the
 // call was decided on, or anyListing. Its callers have counted the use

@@ -35,7 +35,7 @@ func TestLazyServerConnectsOnUseAndCaches(t *testing.T) {
 	if len(children()) != 0 {
 		t.Fatal("a lazy server started without being used")
 	}
-	res, err := e.CallTool(testwait.Context(t), "good", "echo", map[string]any{"text": "hi"})
+	res, err := e.callUngated(testwait.Context(t), "good", "echo", map[string]any{"text": "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestHungServerAffectsOnlyItself(t *testing.T) {
 	if s, _ := e.Server("hang"); s.Status != StatusError || s.LastError == "" {
 		t.Errorf("hang summary: %+v", s)
 	}
-	if _, err := e.CallTool(ctx, "good", "echo", map[string]any{"text": "still here"}); err != nil {
+	if _, err := e.callUngated(ctx, "good", "echo", map[string]any{"text": "still here"}); err != nil {
 		t.Errorf("good server affected: %v", err)
 	}
 }
@@ -144,11 +144,11 @@ func TestCallTimeout(t *testing.T) {
 	opts := workspace(t, map[string]server{"h": stdio("hang-call", server{"callTimeoutMs": 2000})}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
-	_, err := e.CallTool(ctx, "h", "hang", map[string]any{})
+	_, err := e.callUngated(ctx, "h", "hang", map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("hang call: %v", err)
 	}
-	if res, err := e.CallTool(ctx, "h", "echo", map[string]any{"text": "after"}); err != nil || text(res) != "after" {
+	if res, err := e.callUngated(ctx, "h", "echo", map[string]any{"text": "after"}); err != nil || text(res) != "after" {
 		t.Errorf("server unusable after a timed-out call: %v", err)
 	}
 }
@@ -165,7 +165,7 @@ func TestRequestTimeoutFromEnvironment(t *testing.T) {
 		return lookup(k)
 	}
 	e := start(t, opts)
-	_, err := e.CallTool(testwait.Context(t), "h", "hang", map[string]any{})
+	_, err := e.callUngated(testwait.Context(t), "h", "hang", map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
 		t.Fatalf("hang call: %v", err)
 	}
@@ -182,7 +182,7 @@ func TestCallCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(testwait.Context(t))
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 10 * 60 * 1000})
+	_, err := e.callUngated(ctx, "s", "slow", map[string]any{"ms": 10 * 60 * 1000})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancel: %v after %s", err, time.Since(start))
 	}
@@ -194,7 +194,7 @@ func TestKeepAliveReconnectsAfterCrash(t *testing.T) {
 	events, stop := e.Subscribe(256)
 	defer stop()
 	waitStatus(t, e, "k", StatusReady)
-	if _, err := e.CallTool(testwait.Context(t), "k", "crash", map[string]any{}); err == nil {
+	if _, err := e.callUngated(testwait.Context(t), "k", "crash", map[string]any{}); err == nil {
 		t.Fatal("crash call succeeded")
 	}
 	// error, then connecting, then ready again, without anyone asking.
@@ -233,14 +233,14 @@ func TestIdleDisconnect(t *testing.T) {
 	opts := workspace(t, map[string]server{"s": stdio("behave", server{"idleTimeoutMs": 2000})}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
-	if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
+	if _, err := e.callUngated(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	// Calls closer together than the idle timeout keep the server.
 	before := children()
 	for range 6 {
 		time.Sleep(100 * time.Millisecond)
-		if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
+		if _, err := e.callUngated(ctx, "s", "echo", map[string]any{"text": "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,7 +248,7 @@ func TestIdleDisconnect(t *testing.T) {
 		t.Errorf("the server's process changed while in use: %v, then %v", before, after)
 	}
 	// A call longer than the idle timeout is not cut off.
-	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 3000}); err != nil {
+	if _, err := e.callUngated(ctx, "s", "slow", map[string]any{"ms": 3000}); err != nil {
 		t.Fatalf("slow call cut by the idle timer: %v", err)
 	}
 	waitStatus(t, e, "s", StatusCold)
@@ -260,7 +260,7 @@ func TestIdleDisconnect(t *testing.T) {
 		t.Error("process still running after idle disconnect")
 	}
 	// It starts again on use.
-	if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "again"}); err != nil {
+	if _, err := e.callUngated(ctx, "s", "echo", map[string]any{"text": "again"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -304,7 +304,7 @@ func TestChildEnvironmentIsRestricted(t *testing.T) {
 	e := start(t, opts)
 	ctx := testwait.Context(t)
 	envOf := func(id string) string {
-		res, err := e.CallTool(ctx, id, "env", map[string]any{})
+		res, err := e.callUngated(ctx, id, "env", map[string]any{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func TestListChangedRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := e.Metadata("m")
-	if _, err := e.CallTool(ctx, "m", "mutate", map[string]any{}); err != nil {
+	if _, err := e.callUngated(ctx, "m", "mutate", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := testwait.Deadline(t)
@@ -394,7 +394,7 @@ func TestSetEnabledPersists(t *testing.T) {
 	if s, _ := e.Server("s"); s.Status != StatusDisabled || s.Enabled {
 		t.Fatalf("after disable: %+v", s)
 	}
-	if _, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "disabled") {
+	if _, err := e.callUngated(ctx, "s", "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "disabled") {
 		t.Errorf("call on a disabled server: %v", err)
 	}
 	data, _ := os.ReadFile(filepath.Join(opts.Project, ".volt", "mcp.json"))
@@ -476,7 +476,7 @@ func TestCallEventsAndProgress(t *testing.T) {
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)
 	defer stop()
-	if _, err := e.CallTool(testwait.Context(t), "s", "slow", map[string]any{"ms": 450}); err != nil {
+	if _, err := e.callUngated(testwait.Context(t), "s", "slow", map[string]any{"ms": 450}); err != nil {
 		t.Fatal(err)
 	}
 	var start, end *Event

@@ -24,7 +24,7 @@ func TestHTTPTransports(t *testing.T) {
 		"streamable": cue.TransportStreamableHTTP, "sse": cue.TransportSSE,
 		"auto": cue.TransportStreamableHTTP, "fallback": cue.TransportSSE,
 	} {
-		res, err := e.CallTool(ctx, id, "echo", map[string]any{"text": id})
+		res, err := e.callUngated(ctx, id, "echo", map[string]any{"text": id})
 		if err != nil {
 			t.Errorf("%s: %v", id, err)
 			continue
@@ -37,7 +37,7 @@ func TestHTTPTransports(t *testing.T) {
 			t.Errorf("%s: transport %s status %s, want %s ready", id, s.Transport, s.Status, want)
 		}
 		// The session outlives the call that opened it.
-		if _, err := e.CallTool(ctx, id, "add", map[string]any{"a": 1, "b": 2}); err != nil {
+		if _, err := e.callUngated(ctx, id, "add", map[string]any{"a": 1, "b": 2}); err != nil {
 			t.Errorf("%s: second call: %v", id, err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestHTTPCallTimeoutAndSecretInURL(t *testing.T) {
 	}
 	e := start(t, opts)
 	ctx := testwait.Context(t)
-	if _, err := e.CallTool(ctx, "h", "hang", map[string]any{}); err == nil || !strings.Contains(err.Error(), "timed out") {
+	if _, err := e.callUngated(ctx, "h", "hang", map[string]any{}); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("hang over HTTP: %v", err)
 	}
 	err := e.Connect(ctx, "down")

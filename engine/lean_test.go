@@ -362,17 +362,17 @@ func TestLeanUpstreamCall(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v != upstreamProtocol {
 		t.Fatalf("the session speaks %s, not %s", v, upstreamProtocol)
 	}
-	res, err := e.CallTool(ctx, "s", "echo", map[string]any{"text": "lean"})
+	res, err := e.callUngated(ctx, "s", "echo", map[string]any{"text": "lean"})
 	if err != nil || text(res) != "lean" {
 		t.Fatalf("echo: %v %v", res, err)
 	}
-	if res, err := e.CallTool(ctx, "s", "add", map[string]any{"a": 1, "b": 2}); err != nil || fmt.Sprint(res.StructuredContent) != "map[sum:3]" {
+	if res, err := e.callUngated(ctx, "s", "add", map[string]any{"a": 1, "b": 2}); err != nil || fmt.Sprint(res.StructuredContent) != "map[sum:3]" {
 		t.Errorf("add: %+v %v", res, err)
 	}
-	if res, err := e.CallTool(ctx, "s", "fail", nil); err != nil || !res.IsError {
+	if res, err := e.callUngated(ctx, "s", "fail", nil); err != nil || !res.IsError {
 		t.Errorf("fail: %+v %v", res, err)
 	}
-	_, err = e.CallTool(ctx, "s", "nope", nil)
+	_, err = e.callUngated(ctx, "s", "nope", nil)
 	if err == nil || !strings.Contains(err.Error(), `unknown tool "nope"`) {
 		t.Errorf("unknown tool: %v", err)
 	}
@@ -385,7 +385,7 @@ func TestLeanUpstreamCall(t *testing.T) {
 	defer stop()
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(350*time.Millisecond, cancel)
-	if _, err := e.CallTool(cctx, "s", "slow", map[string]any{"ms": 20000}); !errors.Is(err, context.Canceled) {
+	if _, err := e.callUngated(cctx, "s", "slow", map[string]any{"ms": 20000}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
 	var updates, late int
@@ -424,7 +424,7 @@ func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 350}); err != nil {
+	if _, err := e.callUngated(ctx, "s", "slow", map[string]any{"ms": 350}); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.progressNotes.Load(); n != 0 {
@@ -436,7 +436,7 @@ func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
 		for range events {
 		}
 	}()
-	if _, err := e.CallTool(ctx, "s", "slow", map[string]any{"ms": 350}); err != nil {
+	if _, err := e.callUngated(ctx, "s", "slow", map[string]any{"ms": 350}); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.progressNotes.Load(); n == 0 {

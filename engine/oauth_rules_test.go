@@ -51,7 +51,7 @@ func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
 			e2 := start(t, strict)
 			// The refused refresh leaves no token: the server needs an
 			// authorization, and the log says why.
-			_, err := e2.CallTool(ctx, "o", "echo", map[string]any{"text": "x"})
+			_, err := e2.callUngated(ctx, "o", "echo", map[string]any{"text": "x"})
 			if err == nil || !strings.Contains(err.Error(), "authorization required for server o") {
 				t.Errorf("call without the setting: %v", err)
 			}

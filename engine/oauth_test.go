@@ -119,7 +119,7 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 	defer stop()
 	ctx := testwait.Context(t)
 
-	res, err := e.CallTool(ctx, "o", "echo", map[string]any{"text": "hi"})
+	res, err := e.callUngated(ctx, "o", "echo", map[string]any{"text": "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 	e2 := start(t, opts)
 	events2, stop2 := e2.Subscribe(256)
 	defer stop2()
-	if res, err := e2.CallTool(ctx, "o", "echo", map[string]any{"text": "again"}); err != nil || text(res) != "again" {
+	if res, err := e2.callUngated(ctx, "o", "echo", map[string]any{"text": "again"}); err != nil || text(res) != "again" {
 		t.Fatalf("second engine: %v", err)
 	}
 	if f.Authorizes.Load() != 1 {
@@ -278,7 +278,7 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 		t.Errorf("auth update %+v", update)
 	}
 	// Calls fail the same way, at once, and the server stays in needs_auth.
-	if _, err := e.CallTool(ctx, "o", "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "authorization required") {
+	if _, err := e.callUngated(ctx, "o", "echo", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "authorization required") {
 		t.Errorf("call: %v", err)
 	}
 	if s, _ := e.Server("o"); s.Status != StatusNeedsAuth {

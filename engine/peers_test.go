@@ -137,14 +137,14 @@ func checkEverything(t *testing.T, e *Engine, id, transport string) {
 		t.Errorf("%s: summary %+v", id, s)
 	}
 
-	res, err := e.CallTool(ctx, id, "echo", map[string]any{"message": "hello from voltmcp ✓"})
+	res, err := e.callUngated(ctx, id, "echo", map[string]any{"message": "hello from voltmcp ✓"})
 	if err != nil {
 		t.Fatalf("%s: echo: %v", id, err)
 	}
 	if got := text(res); res.IsError || got != "Echo: hello from voltmcp ✓" {
 		t.Errorf("%s: echo = %q (isError %v)", id, got, res.IsError)
 	}
-	res, err = e.CallTool(ctx, id, "get-sum", map[string]any{"a": 2, "b": 40})
+	res, err = e.callUngated(ctx, id, "get-sum", map[string]any{"a": 2, "b": 40})
 	if err != nil {
 		t.Fatalf("%s: get-sum: %v", id, err)
 	}
@@ -152,11 +152,11 @@ func checkEverything(t *testing.T, e *Engine, id, transport string) {
 		t.Errorf("%s: get-sum = %q (isError %v)", id, got, res.IsError)
 	}
 	// A call the server rejects is a tool error, not a broken session.
-	res, err = e.CallTool(ctx, id, "get-sum", map[string]any{"a": "two"})
+	res, err = e.callUngated(ctx, id, "get-sum", map[string]any{"a": "two"})
 	if err == nil && !res.IsError {
 		t.Errorf("%s: get-sum with a bad argument succeeded: %q", id, text(res))
 	}
-	if _, err := e.CallTool(ctx, id, "echo", map[string]any{"message": "still here"}); err != nil {
+	if _, err := e.callUngated(ctx, id, "echo", map[string]any{"message": "still here"}); err != nil {
 		t.Errorf("%s: session unusable after a rejected call: %v", id, err)
 	}
 }
@@ -200,7 +200,7 @@ func TestPeerEverythingEnvCanary(t *testing.T) {
 	ctx := testwait.Context(t)
 	envOf := func(id string) string {
 		t.Helper()
-		res, err := e.CallTool(ctx, id, "get-env", map[string]any{})
+		res, err := e.callUngated(ctx, id, "get-env", map[string]any{})
 		if err != nil {
 			t.Fatalf("%s: get-env: %v", id, err)
 		}
@@ -240,7 +240,7 @@ func TestPeerEverythingStreamableHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server is still up for a new session.
-	if _, err := e.CallTool(testwait.Context(t), "http", "echo", map[string]any{"message": "again"}); err != nil {
+	if _, err := e.callUngated(testwait.Context(t), "http", "echo", map[string]any{"message": "again"}); err != nil {
 		t.Errorf("reconnect after disconnect: %v", err)
 	}
 }
@@ -270,7 +270,7 @@ func TestPeerHTTPServerGoneIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer.Stop()
-	if _, err := e.CallTool(ctx, "http", "echo", map[string]any{"message": "x"}); err == nil {
+	if _, err := e.callUngated(ctx, "http", "echo", map[string]any{"message": "x"}); err == nil {
 		t.Fatal("a call to a stopped server succeeded")
 	}
 }
@@ -303,7 +303,7 @@ func TestPeerFilesystemStdio(t *testing.T) {
 	}
 	call := func(tool string, args map[string]any) (string, bool) {
 		t.Helper()
-		res, err := e.CallTool(ctx, "fs", tool, args)
+		res, err := e.callUngated(ctx, "fs", tool, args)
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
 		}

@@ -60,7 +60,7 @@ func TestHostileWireTextIsCleaned(t *testing.T) {
 	check("the call's error text", r.Text)
 	data, _ := json.Marshal(r.Data)
 	check("the call's error data", string(data))
-	_, err := e.CallTool(ctx, "wire", mcptest.ToolWireFail, map[string]any{})
+	_, err := e.callUngated(ctx, "wire", mcptest.ToolWireFail, map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), mcptest.WireErrorMarker) {
 		t.Fatalf("CallTool error = %v", err)
 	}

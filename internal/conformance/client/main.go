@@ -190,7 +190,13 @@ func run(ctx context.Context, url, scenario string) error {
 			return fmt.Errorf("find the issuer of the pre-registered client: %w", err)
 		}
 	}
-	cfg := &cue.Config{Servers: []cue.Server{{
+	// The settings are the defaults, as a user with no settings of their
+	// own has them: the loader's, of an empty home.
+	defaults, err := cue.Load(ctx, cue.Locations{Home: agentDir, Project: agentDir}, nil)
+	if err != nil {
+		return fmt.Errorf("load the default settings: %w", err)
+	}
+	cfg := &cue.Config{Settings: defaults.Config.Settings, Servers: []cue.Server{{
 		ID:                 serverID,
 		Key:                serverID,
 		Enabled:            true,
@@ -245,12 +251,11 @@ func run(ctx context.Context, url, scenario string) error {
 	if !hasTool(m, tool) {
 		return fmt.Errorf("the server lists no tool %q", tool)
 	}
-	res, err := e.CallTool(ctx, serverID, tool, args)
-	if err != nil {
-		return fmt.Errorf("call %s: %w", tool, err)
-	}
+	// Through the gateway's pipeline, as an agent's call goes: trust,
+	// tool policy, pins, output cleaning and the audit record.
+	res := e.Gateway(ctx, engine.GatewayInput{Action: "call", Server: serverID, Tool: tool, Arguments: args})
 	if res.IsError {
-		return fmt.Errorf("call %s: the tool reported an error", tool)
+		return fmt.Errorf("call %s: %s", tool, res.Text)
 	}
 	fmt.Printf("called %s: ok\n", tool)
 	return nil

@@ -217,10 +217,11 @@ func (l *leanServe) start(c *line.Conn, id jsonrpc.ID, args json.RawMessage, com
 // startThen is start for a call whose key among the calls in flight is
 // key (its id, on stdio), whose response write writes where the agent
 // reads it, and which runs ended, when not nil, once it has ended
-// (answered, or given up on when the agent cancelled it). agent, when not
-// nil, finds the agent's client the call came from (else l.ctx carries
-// it), whom a login the call needs may be offered to.
-func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, ended func(), agent func() *mcp.ServerSession) func(yield func()) {
+// (answered, or given up on when the agent cancelled it). scope, when not
+// nil, adds to l.ctx what the call's request carries: the agent's client
+// it came from (else l.ctx carries it), whom a login the call needs may
+// be offered to, and the gateways it came through.
+func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, ended func(), scope func(context.Context) context.Context) func(yield func()) {
 	l.mu.Lock()
 	if l.closing || l.inflight[key] != nil {
 		l.mu.Unlock()
@@ -228,8 +229,8 @@ func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, comp
 	}
 	l.wg.Add(1)
 	parent := l.ctx
-	if agent != nil {
-		parent = withAgent(parent, agent)
+	if scope != nil {
+		parent = scope(parent)
 	}
 	var j *gatewayJob
 	j = l.e.newGatewayJob(parent, func(yield func(), r GatewayResult, fault bool) {

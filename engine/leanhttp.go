@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
@@ -153,7 +154,11 @@ func (h *leanHTTP) call(w http.ResponseWriter, r *http.Request, sid string, req 
 		}
 		return nil
 	}
-	work := h.l.startThen(key, req.ID, p.Arguments, false, write, func() { close(done) }, agent)
+	// The agent's client, whom a login the call needs may be offered
+	// to, and the gateways the request came through (RefuseLoop).
+	via := transport.ViaOf(r.Context())
+	scope := func(ctx context.Context) context.Context { return transport.WithVia(withAgent(ctx, agent), via) }
+	work := h.l.startThen(key, req.ID, p.Arguments, false, write, func() { close(done) }, scope)
 	if work == nil {
 		return false
 	}

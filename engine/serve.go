@@ -50,6 +50,18 @@ func (e *Engine) newMCPServer() (*mcp.Server, bool) {
 	if off != "" {
 		return srv, false
 	}
+	// Over HTTP, the gateways a request came through (checked by
+	// httpHandler) go on with every request it makes of a server.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+				if chain, err := transport.ParseVia(ex.Header); err == nil {
+					ctx = transport.WithVia(ctx, chain)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	srv.AddTool(gatewayTool(), e.handleGateway)
 	e.addDirectTools(srv)
 	return srv, true
@@ -272,6 +284,15 @@ func (e *Engine) httpHandler(token string, lean *leanServe) http.Handler {
 	if lean != nil && on {
 		h = &leanHTTP{l: lean, srv: srv, next: h}
 	}
+	// A request that came round a loop of gateways ends here; any other
+	// carries the gateways it came through on to the servers it reaches.
+	inner := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, refused := transport.RefuseLoop(w, r, e.instance)
+		if !refused {
+			inner.ServeHTTP(w, r)
+		}
+	})
 	h = owner.Handler([]byte(token), http.NewCrossOriginProtection().Handler(h))
 	// Every answer, a refusal included, says which gateway gave it, so
 	// that this engine refuses a configured server that is itself.

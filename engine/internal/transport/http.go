@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -68,6 +69,7 @@ type HeaderTransport struct {
 	// whole URL).
 	refused  atomic.Pointer[CrossOriginError]
 	self     atomic.Pointer[SelfError]
+	loop     atomic.Pointer[LoopError]
 	lastPOST atomic.Int32
 }
 
@@ -139,6 +141,10 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	if t.Self != "" {
+		// Set after the configured headers, so that none replaces it.
+		req.Header.Set(ViaHeader, strings.Join(append(slices.Clone(ViaOf(req.Context())), t.Self), ","))
+	}
 	if t.carriesSelfToken(req.Header) {
 		if req.Body != nil {
 			_ = req.Body.Close()
@@ -161,6 +167,12 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Discard(resp)
 		err := &SelfError{Server: t.Server}
 		t.self.CompareAndSwap(nil, err)
+		return nil, err
+	}
+	if err == nil && resp.StatusCode == http.StatusLoopDetected && resp.Header.Get(InstanceHeader) != "" {
+		Discard(resp)
+		err := &LoopError{Server: t.Server}
+		t.loop.CompareAndSwap(nil, err)
 		return nil, err
 	}
 	if err == nil && req.Method == http.MethodPost {
@@ -196,6 +208,10 @@ func (t *HeaderTransport) refusal(err error) error {
 		return nil
 	}
 	if r := t.self.Load(); r != nil {
+		return r
+	}
+	if r := t.loop.Swap(nil); r != nil {
+		// A loop is the chain of one request, not the server's for good.
 		return r
 	}
 	if r := t.refused.Load(); r != nil {

@@ -18,7 +18,8 @@ import (
 // over Streamable HTTP on loopback, A with a stdio server besides: a
 // call that goes from A through B back to A is refused by A, and B says
 // which of its servers leads back, while a call that goes through B to
-// a server that is not a gateway passes.
+// a server that is not a gateway passes. A configured header cannot
+// replace the chain the engine sends.
 func TestLoopBetweenGatewaysEnds(t *testing.T) {
 	ctx := testwait.Context(t)
 	lnA, err := net.Listen("tcp", "127.0.0.1:0")
@@ -50,7 +51,11 @@ func TestLoopBetweenGatewaysEnds(t *testing.T) {
 	// B first: engines close in the reverse order, and each checks, once
 	// closed, that no server process is left, A's own among them.
 	b := start(t, workspace(t, map[string]server{"a": gateway(lnA, tokenA), "other": gateway(lnA, tokenA)}, nil))
-	a := start(t, workspace(t, map[string]server{"b": gateway(lnB, tokenB), "s": stdio("behave", nil)}, nil))
+	// A's entry for B sets a Voltmcp-Via of its own, which the engine's
+	// replaces.
+	toB := gateway(lnB, tokenB)
+	toB["headers"].(map[string]string)[transport.ViaHeader] = "spoof1"
+	a := start(t, workspace(t, map[string]server{"b": toB, "s": stdio("behave", nil)}, nil))
 	// A notes the Voltmcp-Via of each call it is sent.
 	var seen atomic.Value
 	ha := a.HTTPHandler(tokenA)
@@ -138,8 +143,7 @@ func (v *viaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestRefuseLoop checks the Voltmcp-Via header a gateway's handler reads:
 // its own id anywhere in it, or a chain past MaxVia, is a loop (508); a
-// malformed one is a bad request (400); the configured headers of a
-// server cannot replace the one the engine sends.
+// malformed one is a bad request (400).
 func TestRefuseLoop(t *testing.T) {
 	e := start(t, workspace(t, map[string]server{}, nil))
 	h := e.HTTPHandler(testToken)

@@ -229,3 +229,52 @@ func TestEditClientFile(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestEditKeepsTheFileLayout edits client files of several layouts: each
+// keeps its indent, one line or many, line ends and final newline, so
+// that the edit is the whole difference.
+func TestEditKeepsTheFileLayout(t *testing.T) {
+	ctx := context.Background()
+	edit := func() *ClientEdit {
+		return &ClientEdit{Map: "mcpServers", Set: []NewServer{{Key: "v", Def: []byte(`{"command":"v"}`)}}, Remove: []string{"a"}}
+	}
+	for _, c := range []struct{ name, orig, want string }{
+		{"two spaces, no final newline (JSON.stringify)",
+			"{\n  \"n\": 7,\n  \"mcpServers\": {\n    \"a\": {\n      \"command\": \"a\"\n    }\n  },\n  \"tips\": []\n}",
+			"{\n  \"n\": 7,\n  \"mcpServers\": {\n    \"v\": {\n      \"command\": \"v\"\n    }\n  },\n  \"tips\": []\n}"},
+		{"four spaces, final newline",
+			"{\n    \"mcpServers\": {\n        \"a\": {\"command\": \"a\"}\n    }\n}\n",
+			"{\n    \"mcpServers\": {\n        \"v\": {\n            \"command\": \"v\"\n        }\n    }\n}\n"},
+		{"tabs, CRLF",
+			"{\r\n\t\"mcpServers\": {\r\n\t\t\"a\": {\"command\": \"a\"}\r\n\t}\r\n}\r\n",
+			"{\r\n\t\"mcpServers\": {\r\n\t\t\"v\": {\r\n\t\t\t\"command\": \"v\"\r\n\t\t}\r\n\t}\r\n}\r\n"},
+		{"one line",
+			`{"mcpServers": {"a": {"command": "a"}}, "tips": [1, 2]}`,
+			`{"mcpServers": {"v": {"command": "v"}}, "tips": [1, 2]}`},
+		{"one line, compact",
+			`{"mcpServers":{"a":{"command":"a"}}}`,
+			`{"mcpServers":{"v":{"command":"v"}}}`},
+		{"empty, then a blank first line",
+			"{\n\n  \"mcpServers\": {}\n}\n",
+			"{\n  \"mcpServers\": {\n    \"v\": {\n      \"command\": \"v\"\n    }\n  }\n}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeTemp(t, "mcp.json", c.orig)
+			if err := EditClientFile(ctx, Locations{Home: t.TempDir()}, p, edit()); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(p); string(got) != c.want {
+				t.Errorf("got\n%q\nwant\n%q", got, c.want)
+			}
+		})
+	}
+	// A file voltmcp creates is indented by two spaces, with a final
+	// newline.
+	p := filepath.Join(t.TempDir(), "new.json")
+	if err := EditClientFile(ctx, Locations{Home: t.TempDir()}, p, edit()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "{\n  \"mcpServers\": {\n    \"v\": {\n      \"command\": \"v\"\n    }\n  }\n}\n" {
+		t.Errorf("new file: %q", got)
+	}
+}

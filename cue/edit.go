@@ -258,7 +258,8 @@ type ClientEdit struct {
 // files, it is read, edited and written under the file's lock
 // ([Locations.LockFile], so nothing is left beside the file) and
 // replaced atomically; a missing file is created, a file that does not
-// parse is left alone. The file is rewritten indented by two spaces.
+// parse is left alone. The file keeps its layout: its indent, one line
+// or many, its line ends and its final newline.
 func EditClientFile(ctx context.Context, loc Locations, path string, e *ClientEdit) error {
 	if e.Map != "mcpServers" && e.Map != "servers" {
 		return fmt.Errorf("edit %s: the servers map is mcpServers or servers, not %q", path, e.Map)

@@ -192,7 +192,11 @@ func (n *node) prune() bool {
 }
 
 // appendJSON writes n as compact JSON.
-func (n *node) appendJSON(b []byte) []byte {
+func (n *node) appendJSON(b []byte) []byte { return n.appendJSONSep(b, ":", ",") }
+
+// appendJSONSep is appendJSON with colon after each key and comma
+// between items.
+func (n *node) appendJSONSep(b []byte, colon, comma string) []byte {
 	switch n.kind {
 	case kindNull:
 		return append(b, "null"...)
@@ -206,34 +210,85 @@ func (n *node) appendJSON(b []byte) []byte {
 		b = append(b, '[')
 		for i, it := range n.items {
 			if i > 0 {
-				b = append(b, ',')
+				b = append(b, comma...)
 			}
-			b = it.appendJSON(b)
+			b = it.appendJSONSep(b, colon, comma)
 		}
 		return append(b, ']')
 	default:
 		b = append(b, '{')
 		for i, f := range n.fields {
 			if i > 0 {
-				b = append(b, ',')
+				b = append(b, comma...)
 			}
 			b = appendQuoted(b, f.key)
-			b = append(b, ':')
-			b = f.value.appendJSON(b)
+			b = append(b, colon...)
+			b = f.value.appendJSONSep(b, colon, comma)
 		}
 		return append(b, '}')
 	}
 }
 
-// indentJSON renders n as JSON indented by two spaces, keeping field order.
-func (n *node) indentJSON() []byte {
+// layout is how a JSON file's text is laid out, which a rewrite keeps:
+// a user's or another client's file changes only where the edit does.
+type layout struct {
+	indent  string // the white space of one level of nesting
+	oneLine bool   // the whole value on one line, without indentation
+	spaced  bool   // with oneLine: a space after each colon and comma
+	crlf    bool   // lines end in CR LF
+	final   bool   // the text ends with a line end
+}
+
+// layoutOf reads the layout of data, a file's JSON text; nil (a file to
+// create) lays out with two spaces and LF line ends, ending with one. The
+// indent is the leading white space of the first line that has any:
+// the first line inside the top-level value is one level deep.
+func layoutOf(data []byte) layout {
+	if data == nil {
+		return layout{indent: "  ", final: true}
+	}
+	body := bytes.TrimRight(data, " \t\r\n")
+	l := layout{final: bytes.IndexByte(data[len(body):], '\n') >= 0}
+	nl := bytes.IndexByte(body, '\n')
+	if nl < 0 {
+		l.oneLine = true
+		l.spaced = bytes.Contains(body, []byte(`": `))
+		l.crlf = bytes.Contains(data[len(body):], []byte("\r\n"))
+		return l
+	}
+	l.crlf = nl > 0 && body[nl-1] == '\r'
+	for line := range bytes.SplitSeq(body[nl+1:], []byte("\n")) {
+		text := bytes.TrimLeft(line, " \t")
+		if len(bytes.TrimSpace(text)) == 0 {
+			continue
+		}
+		l.indent = string(line[:len(line)-len(text)])
+		break
+	}
+	return l
+}
+
+// render writes n as JSON laid out as l says, keeping field order.
+func (n *node) render(l layout) []byte {
 	var out bytes.Buffer
-	if err := json.Indent(&out, n.appendJSON(nil), "", "  "); err != nil {
+	if l.oneLine {
+		colon, comma := ":", ","
+		if l.spaced {
+			colon, comma = ": ", ", "
+		}
+		out.Write(n.appendJSONSep(nil, colon, comma))
+	} else if err := json.Indent(&out, n.appendJSON(nil), "", l.indent); err != nil {
 		// appendJSON always produces valid JSON; reaching here is a bug.
 		panic("cue: internal error: invalid JSON from node: " + err.Error())
 	}
-	out.WriteByte('\n')
-	return out.Bytes()
+	if l.final {
+		out.WriteByte('\n')
+	}
+	if !l.crlf {
+		return out.Bytes()
+	}
+	// A JSON string holds no raw line end, so every LF ends a line.
+	return bytes.ReplaceAll(out.Bytes(), []byte("\n"), []byte("\r\n"))
 }
 
 func appendQuoted(b []byte, s string) []byte {

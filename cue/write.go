@@ -119,7 +119,7 @@ type jsonEdit struct {
 // updateJSON is the one way config files are edited: read under the
 // file's lock (je.lock, in voltmcp's agent directory, never beside the
 // file), parse into a node tree (which keeps every field and its order),
-// edit, and write atomically. An edit that changes nothing leaves the
+// edit, and write atomically in the file's own layout (layoutOf). An edit that changes nothing leaves the
 // file alone.
 func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit func(doc *node) error) error {
 	if err := ctx.Err(); err != nil {
@@ -175,7 +175,7 @@ func updateJSON(ctx context.Context, path string, layer Layer, je jsonEdit, edit
 					}
 				}
 			}
-			return doc.indentJSON(), nil
+			return doc.render(layoutOf(data)), nil
 		})
 	var te *trustKeepError
 	switch {

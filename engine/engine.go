@@ -183,10 +183,15 @@ type Engine struct {
 	// with it (transport.InstanceHeader), and its HTTP servers are
 	// refused when they answer with it, being the gateway itself.
 	instance string
-	version  string
-	cache    cacheStore
-	bus      bus
-	schema   *cue.Schema
+	// viaKey is the secret of the ids the engine names itself by to
+	// each HTTP server in Voltmcp-Via (transport.ViaID); viaSent holds
+	// those it has sent, which a request coming back carries.
+	viaKey  []byte
+	viaSent transport.ViaSet
+	version string
+	cache   cacheStore
+	bus     bus
+	schema  *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
 	ix      *search.Index
@@ -267,6 +272,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	e.instance = rand.Text()
+	e.viaKey = []byte(rand.Text())
 	e.version = "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		e.version = info.Main.Version

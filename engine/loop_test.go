@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -116,13 +117,21 @@ func TestLoopBetweenGatewaysEnds(t *testing.T) {
 	}
 	defer bcs.Close()
 	vt.via.Store("agent0")
+	// B names itself to A by an id of A's origin, not by its instance id,
+	// which it gives no server.
+	u, _ := url.Parse("http://" + lnA.Addr().String() + "/")
+	originA, _ := transport.OriginOf(u)
+	toA := transport.ViaID(b.viaKey, originA)
+	if toA == b.instance || toA == transport.ViaID(b.viaKey, transport.Origin{Scheme: "http", Host: "127.0.0.1", Port: 1}) {
+		t.Fatalf("B's id for A: %s", toA)
+	}
 	for _, meta := range []mcp.Meta{nil, {"progressToken": "p1"}} {
 		seen.Store("")
 		res, err := bcs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: "mcp", Arguments: through("a", echo)})
 		if err != nil || res.IsError || text(res) != "round" {
 			t.Fatalf("a call through b to a (_meta %v): %v %v", meta, text(res), err)
 		}
-		if got, want := seen.Load(), "agent0,"+b.instance; got != want {
+		if got, want := seen.Load(), "agent0,"+toA; got != want {
 			t.Errorf("_meta %v: A was sent Voltmcp-Via %q, want %q", meta, got, want)
 		}
 	}

@@ -272,6 +272,10 @@ func (e *Engine) HTTPHandler(token string) http.Handler {
 	return e.httpHandler(token, newLeanServe(context.Background(), e))
 }
 
+// ownVia reports whether id, from a request's Voltmcp-Via, names this
+// engine: an id it gave one of its HTTP servers, or its instance id.
+func (e *Engine) ownVia(id string) bool { return id == e.instance || e.viaSent.Has(id) }
+
 // httpHandler is HTTPHandler, with lean answering the calls of the mcp
 // tool it can (leanHTTP); a nil lean leaves every request to the SDK's
 // handler.
@@ -288,7 +292,7 @@ func (e *Engine) httpHandler(token string, lean *leanServe) http.Handler {
 	// carries the gateways it came through on to the servers it reaches.
 	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, refused := transport.RefuseLoop(w, r, e.instance)
+		r, refused := transport.RefuseLoop(w, r, e.ownVia)
 		if !refused {
 			inner.ServeHTTP(w, r)
 		}

@@ -340,7 +340,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 	if err != nil {
 		return nil, nil, "", 0, err
 	}
-	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, Self: s.e.instance, SelfTokens: s.e.opts.GatewayTokens, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
+	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, Self: s.e.instance, SelfTokens: s.e.opts.GatewayTokens, ViaKey: s.e.viaKey, ViaSent: &s.e.viaSent, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
 		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized, Listings: &tasks.Listings{}}
 	s.mu.Lock()
 	s.httpT, s.tasks = ht, ht.Listings

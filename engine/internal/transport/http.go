@@ -57,6 +57,11 @@ type HeaderTransport struct {
 	// it, is one of them fails with a *SelfError before it is sent. Nil
 	// checks nothing.
 	SelfTokens []string
+	// ViaKey is the gateway's secret for the id it names itself by in the
+	// ViaHeader of each request ([ViaID] of Origin). Nil sends no
+	// ViaHeader. ViaSent, when set, records each id sent.
+	ViaKey  []byte
+	ViaSent *ViaSet
 	// Listings, when set (and MaxMessage is), is told of each tools/list
 	// request a POST carries, and reads each tool's task support from the
 	// answer as the SDK reads it: the POST's response (a JSON body or an
@@ -141,9 +146,13 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	if t.Self != "" {
+	if t.ViaKey != nil {
 		// Set after the configured headers, so that none replaces it.
-		req.Header.Set(ViaHeader, strings.Join(append(slices.Clone(ViaOf(req.Context())), t.Self), ","))
+		id := t.ViaID()
+		if t.ViaSent != nil {
+			t.ViaSent.Add(id)
+		}
+		req.Header.Set(ViaHeader, strings.Join(append(slices.Clone(ViaOf(req.Context())), id), ","))
 	}
 	if t.carriesSelfToken(req.Header) {
 		if req.Body != nil {
@@ -193,6 +202,15 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// ViaID returns the id the gateway names itself by to this server in
+// ViaHeader, "" without a ViaKey.
+func (t *HeaderTransport) ViaID() string {
+	if t.ViaKey == nil {
+		return ""
+	}
+	return ViaID(t.ViaKey, t.Origin)
 }
 
 // LastPOST is the HTTP status of the last POST answered, or 0 before

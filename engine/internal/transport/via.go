@@ -2,25 +2,72 @@ package transport
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ViaHeader is the request header in which a voltmcp gateway names the
-// gateways a request to an HTTP server has come through, by instance
-// id ([InstanceHeader]), the first gateway first and the sender last. A
-// gateway that finds its own id there refuses the request with
-// [http.StatusLoopDetected]: the request went round a loop of gateways
-// (A lists B, B lists A), which would otherwise call on without end.
+// gateways a request to an HTTP server has come through, the first
+// gateway first and the sender last. A gateway names itself by the id it
+// gives that server ([ViaID]), so that two servers cannot tell from it
+// that their requests come from one gateway. A gateway that finds one of
+// its ids there refuses the request with [http.StatusLoopDetected]: the
+// request went round a loop of gateways (A lists B, B lists A), which
+// would otherwise call on without end.
 const ViaHeader = "Voltmcp-Via"
+
+// ViaID is the id by which the gateway whose secret is key names itself
+// to the server at origin in ViaHeader: 26 characters of base32 of an
+// HMAC-SHA256 of the origin.
+func ViaID(key []byte, origin Origin) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(origin.String()))
+	return base32.StdEncoding.EncodeToString(m.Sum(nil))[:26]
+}
 
 // MaxVia is the most gateways a request may come through: a longer
 // chain is refused as a loop too, whatever the ids, so that a loop
 // through gateways that do not add their ids still ends.
 const MaxVia = 8
+
+// ViaSet is the ids a gateway has named itself by ([ViaID]): a request
+// whose ViaHeader holds one came back round a loop. The zero ViaSet is
+// empty and ready to use; it is safe for concurrent use.
+type ViaSet struct {
+	mu  sync.RWMutex
+	ids map[string]struct{}
+}
+
+// Add records id.
+func (v *ViaSet) Add(id string) {
+	v.mu.RLock()
+	_, ok := v.ids[id]
+	v.mu.RUnlock()
+	if ok {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ids == nil {
+		v.ids = map[string]struct{}{}
+	}
+	v.ids[id] = struct{}{}
+}
+
+// Has reports whether id was added.
+func (v *ViaSet) Has(id string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	_, ok := v.ids[id]
+	return ok
+}
 
 // viaKey is the context key of the chain of gateways the request being
 // served came through.
@@ -84,11 +131,11 @@ func validInstance(id string) bool {
 	return true
 }
 
-// RefuseLoop answers a request that came back to the gateway whose
-// instance id is self, or through too many gateways, and reports whether
-// it did; else the request may be served, with the chain it came
-// through in its context ([WithVia]).
-func RefuseLoop(w http.ResponseWriter, r *http.Request, self string) (*http.Request, bool) {
+// RefuseLoop answers a request that came back to the gateway whose ids
+// own recognizes, or through too many gateways, and reports whether it
+// did; else the request may be served, with the chain it came through in
+// its context ([WithVia]).
+func RefuseLoop(w http.ResponseWriter, r *http.Request, own func(id string) bool) (*http.Request, bool) {
 	chain, err := ParseVia(r.Header)
 	switch {
 	case errors.Is(err, ErrTooManyGateways):
@@ -97,8 +144,8 @@ func RefuseLoop(w http.ResponseWriter, r *http.Request, self string) (*http.Requ
 	case err != nil:
 		http.Error(w, "voltmcp: refused: "+err.Error(), http.StatusBadRequest)
 		return r, true
-	case slices.Contains(chain, self):
-		n := len(chain) - slices.Index(chain, self)
+	case slices.ContainsFunc(chain, own):
+		n := len(chain) - slices.IndexFunc(chain, own)
 		http.Error(w, fmt.Sprintf("voltmcp: refused: the request came back to this gateway, round a loop of %d gateways that list each other", n), http.StatusLoopDetected)
 		return r, true
 	}

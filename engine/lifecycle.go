@@ -95,12 +95,15 @@ func (s *supervisor) reconnectLater() {
 func (s *supervisor) disconnect(final Status) {
 	s.mu.Lock()
 	s.stopIdleLocked()
-	cs, end := s.session, s.endSession
+	cs, end, ht := s.session, s.endSession, s.httpT
 	s.session, s.conn, s.endSession = nil, nil, nil
 	s.gen++
 	s.mu.Unlock()
 	if cs != nil {
 		s.setStatus(StatusDisconnecting, "")
+		if ht != nil {
+			ht.EndSession()
+		}
 		if err := cs.Close(); err != nil {
 			s.log.Debug("close session", "err", s.scrub.Err(err))
 		}
@@ -123,7 +126,7 @@ func (s *supervisor) disconnect(final Status) {
 // error.
 func (s *supervisor) closeSession(gen uint64) {
 	s.mu.Lock()
-	cs, end := s.session, s.endSession
+	cs, end, ht := s.session, s.endSession, s.httpT
 	if s.gen == gen {
 		s.session, s.conn, s.endSession = nil, nil, nil
 		s.gen++
@@ -132,6 +135,9 @@ func (s *supervisor) closeSession(gen uint64) {
 	}
 	s.mu.Unlock()
 	if cs != nil {
+		if ht != nil {
+			ht.EndSession()
+		}
 		_ = cs.Close()
 	}
 	if end != nil {

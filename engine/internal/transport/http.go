@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -62,6 +63,9 @@ type HeaderTransport struct {
 	// ViaHeader. ViaSent, when set, records each id sent.
 	ViaKey  []byte
 	ViaSent *ViaSet
+	// SSEPostWait bounds each POST of a legacy SSE session (ssePosts).
+	// Zero means 30 seconds.
+	SSEPostWait time.Duration
 	// Listings, when set (and MaxMessage is), is told of each tools/list
 	// request a POST carries, and reads each tool's task support from the
 	// answer as the SDK reads it: the POST's response (a JSON body or an
@@ -75,6 +79,7 @@ type HeaderTransport struct {
 	refused  atomic.Pointer[CrossOriginError]
 	self     atomic.Pointer[SelfError]
 	loop     atomic.Pointer[LoopError]
+	sse      atomic.Pointer[ssePosts] // the POSTs of the legacy SSE session made through it
 	lastPOST atomic.Int32
 }
 
@@ -202,6 +207,17 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// EndSession ends the requests of the legacy SSE session made through t
+// that still wait for an answer, and fails those to come. Call it before
+// closing the session, which waits for them: a server that dropped the
+// session may never answer them (ssePosts). A Streamable HTTP session is
+// not affected.
+func (t *HeaderTransport) EndSession() {
+	if p := t.sse.Load(); p != nil {
+		p.end()
+	}
 }
 
 // ViaID returns the id the gateway names itself by to this server in
@@ -357,16 +373,23 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 		ht.Origin, _ = OriginOf(u)
 	}
 	hc := HTTPClient(ht)
-	sseClient := hc
-	if oauth != nil {
-		// The SDK's SSE transport takes no OAuth handler: its requests
-		// are authorized on their way to ht.
-		if u, err := url.Parse(endpoint); err == nil {
-			sseClient = HTTPClient(&sseOAuth{next: ht, handler: oauth, endpoint: u})
+	// Each SSE session has a client of its own, whose POSTs end with it
+	// (ssePosts, below a login, which it does not bound).
+	sseClient := func() *http.Client {
+		posts := &ssePosts{next: ht, wait: ht.SSEPostWait}
+		ht.sse.Store(posts)
+		var rt http.RoundTripper = posts
+		if oauth != nil {
+			// The SDK's SSE transport takes no OAuth handler: its
+			// requests are authorized on their way to ht.
+			if u, err := url.Parse(endpoint); err == nil {
+				rt = &sseOAuth{next: rt, handler: oauth, endpoint: u}
+			}
 		}
+		return HTTPClient(rt)
 	}
 	if mode == SSE {
-		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient}, opts)
+		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient()}, opts)
 		return cs, true, ht.refusal(err)
 	}
 	// The SDK's default retries resume a call's stream (GET with
@@ -375,7 +398,7 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	if err == nil || mode != StreamableOrSSE || !notSupported(ht.lastPOST.Load()) || ctx.Err() != nil {
 		return cs, false, ht.refusal(err)
 	}
-	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient}, opts)
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient()}, opts)
 	if sseErr != nil {
 		if r := ht.self.Load(); r != nil {
 			return nil, true, r

@@ -33,8 +33,8 @@ func ViaID(key []byte, origin Origin) string {
 }
 
 // MaxVia is the most gateways a request may come through: a longer
-// chain is refused as a loop too, whatever the ids, so that a loop
-// through gateways that do not add their ids still ends.
+// chain, longer than any setup of gateways needs, is refused as a loop
+// too, whatever its ids, which also bounds what the header may hold.
 const MaxVia = 8
 
 // ViaSet is the ids a gateway has named itself by ([ViaID]): a request

@@ -80,6 +80,7 @@ type HeaderTransport struct {
 	self     atomic.Pointer[SelfError]
 	loop     atomic.Pointer[LoopError]
 	sse      atomic.Pointer[ssePosts] // the POSTs of the legacy SSE session made through it
+	viaID    atomic.Pointer[string]   // ViaID, once worked out
 	lastPOST atomic.Int32
 }
 
@@ -151,12 +152,8 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	if t.ViaKey != nil {
+	if id := t.ViaID(); id != "" {
 		// Set after the configured headers, so that none replaces it.
-		id := t.ViaID()
-		if t.ViaSent != nil {
-			t.ViaSent.Add(id)
-		}
 		req.Header.Set(ViaHeader, strings.Join(append(slices.Clone(ViaOf(req.Context())), id), ","))
 	}
 	if t.carriesSelfToken(req.Header) {
@@ -221,12 +218,21 @@ func (t *HeaderTransport) EndSession() {
 }
 
 // ViaID returns the id the gateway names itself by to this server in
-// ViaHeader, "" without a ViaKey.
+// ViaHeader, "" without a ViaKey. The first call, once Origin is set,
+// works it out and adds it to ViaSent; later calls return it.
 func (t *HeaderTransport) ViaID() string {
 	if t.ViaKey == nil {
 		return ""
 	}
-	return ViaID(t.ViaKey, t.Origin)
+	if id := t.viaID.Load(); id != nil {
+		return *id
+	}
+	id := ViaID(t.ViaKey, t.Origin)
+	if t.ViaSent != nil {
+		t.ViaSent.Add(id)
+	}
+	t.viaID.Store(&id)
+	return id
 }
 
 // LastPOST is the HTTP status of the last POST answered, or 0 before
@@ -376,7 +382,7 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	// Each SSE session has a client of its own, whose POSTs end with it
 	// (ssePosts, below a login, which it does not bound).
 	sseClient := func() *http.Client {
-		posts := &ssePosts{next: ht, wait: ht.SSEPostWait}
+		posts := newSSEPosts(ht, ht.SSEPostWait)
 		ht.sse.Store(posts)
 		var rt http.RoundTripper = posts
 		if oauth != nil {
@@ -400,10 +406,7 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	}
 	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: sseClient()}, opts)
 	if sseErr != nil {
-		if r := ht.self.Load(); r != nil {
-			return nil, true, r
-		}
-		if r := ht.refused.Load(); r != nil {
+		if r := ht.refusal(sseErr); r != sseErr {
 			return nil, true, r
 		}
 		return nil, true, fmt.Errorf("streamable HTTP: %v; SSE fallback: %w", err, sseErr)

@@ -21,34 +21,30 @@ const ssePostWait = 30 * time.Second
 // It sits below the login of an OAuth server (sseOAuth), so that it
 // bounds each request, never a login.
 type ssePosts struct {
-	next http.RoundTripper
-	wait time.Duration // zero: ssePostWait
-
-	once   sync.Once
+	next   http.RoundTripper
+	wait   time.Duration
 	ctx    context.Context // done once the session ends
 	cancel context.CancelFunc
 }
 
-func (s *ssePosts) init() {
-	s.once.Do(func() { s.ctx, s.cancel = context.WithCancel(context.Background()) })
+// newSSEPosts returns the ssePosts of a session whose requests go on
+// through next, each POST bounded by wait (zero: ssePostWait).
+func newSSEPosts(next http.RoundTripper, wait time.Duration) *ssePosts {
+	if wait <= 0 {
+		wait = ssePostWait
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &ssePosts{next: next, wait: wait, ctx: ctx, cancel: cancel}
 }
 
 // end ends the POSTs in flight and those to come.
-func (s *ssePosts) end() {
-	s.init()
-	s.cancel()
-}
+func (s *ssePosts) end() { s.cancel() }
 
 func (s *ssePosts) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodPost {
 		return s.next.RoundTrip(r)
 	}
-	s.init()
-	wait := s.wait
-	if wait <= 0 {
-		wait = ssePostWait
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	ctx, cancel := context.WithTimeout(r.Context(), s.wait)
 	stop := context.AfterFunc(s.ctx, cancel)
 	end := func() { stop(); cancel() }
 	resp, err := s.next.RoundTrip(r.WithContext(ctx))

@@ -280,14 +280,14 @@ func benchTool(server, i int) *mcp.Tool {
 
 // writeBenchCache writes the metadata cache file of each server as a
 // discovery would: tools through toolOf, the hash through metadataHash,
-// the config hash through configHash, the file through cacheStore.save.
+// the identity through cue.Server.Identity, the file through cacheStore.save.
 // It returns the total size of the files.
 func writeBenchCache(b *testing.B, store cacheStore, servers []cue.Server) int64 {
 	b.Helper()
 	caps, _ := json.Marshal(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}})
 	var size int64
 	for n, srv := range servers {
-		m := &Metadata{Format: cacheFormat, Server: srv.ID, ConfigHash: configHash(srv), FetchedAt: time.Now().UTC(),
+		m := &Metadata{Format: cacheFormat, Server: srv.ID, Identity: srv.Identity(), FetchedAt: time.Now().UTC(),
 			Name: fmt.Sprintf("service-%d", n), Version: "1.4.2", ProtocolVersion: "2025-06-18",
 			Transport: cue.TransportStdio, Capabilities: caps}
 		for i := range benchToolsPerServer {
@@ -297,7 +297,7 @@ func writeBenchCache(b *testing.B, store cacheStore, servers []cue.Server) int64
 		if err := store.save(m); err != nil {
 			b.Fatal(err)
 		}
-		info, err := os.Stat(store.path(srv.ID))
+		info, err := os.Stat(store.path(srv.Identity()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func BenchmarkCacheLoad(b *testing.B) {
 	}
 	opts := benchWorkspace(b, servers)
 	// One engine to get the effective config: the same cue.Server values
-	// New builds, so configHash matches.
+	// New builds, so their identities match.
 	probe, err := New(context.Background(), &opts)
 	if err != nil {
 		b.Fatal(err)

@@ -17,8 +17,9 @@ import (
 )
 
 // cacheFormat is the version of the metadata cache files. A file of
-// another version is ignored, as if absent.
-const cacheFormat = 1
+// another version is ignored, as if absent. Version 2 is keyed by the
+// server's identity (cue.Server.Identity) instead of its name.
+const cacheFormat = 2
 
 // maxCacheFile bounds a cache file read at start.
 const maxCacheFile = 64 << 20
@@ -27,11 +28,12 @@ const maxCacheFile = 64 << 20
 // the result of its last discovery, as stored in the cache.
 type Metadata struct {
 	Format int `json:"format"`
-	// Server is the server id; ConfigHash identifies the definition the
-	// metadata was fetched with (command, args, url, transport). Metadata
-	// of another definition is not used.
-	Server     string `json:"server"`
-	ConfigHash string `json:"configHash"`
+	// Server is the server id; Identity is the identity of the
+	// definition the metadata was fetched with (cue.Server.Identity),
+	// which also names the file. Metadata of another identity is not
+	// used.
+	Server   string `json:"server"`
+	Identity string `json:"identity"`
 
 	Name            string          `json:"name,omitempty"`
 	Title           string          `json:"title,omitempty"`
@@ -129,21 +131,6 @@ func (m *Metadata) Stale(maxAge time.Duration, now time.Time) bool {
 	return maxAge > 0 && now.Sub(m.FetchedAt) > maxAge
 }
 
-// configHash identifies the parts of a definition that decide which
-// server answers: metadata of one definition says nothing of another.
-// References are hashed as written, never resolved.
-func configHash(s cue.Server) string {
-	h := sha256.New()
-	transport := s.Transport
-	if !s.IsStdio() {
-		transport = "http"
-	}
-	for _, part := range append([]string{transport, s.Command, s.URL, s.Cwd}, s.Args...) {
-		fmt.Fprintf(h, "%d:%s;", len(part), part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // toolHash hashes a tool's canonical JSON: its fields in a fixed order,
 // schemas and annotations with sorted keys.
 func toolHash(t Tool) string {
@@ -186,16 +173,18 @@ func metadataHash(tools []Tool) string {
 }
 
 // cacheStore reads and writes the per-server metadata files under
-// <agent-dir>/mcp/cache.
+// <agent-dir>/mcp/cache, one a server identity: <identity>.json.
 type cacheStore struct{ dir string }
 
-func (c cacheStore) path(id string) string { return filepath.Join(c.dir, id+".json") }
+// path is the file of the server whose identity is ident.
+func (c cacheStore) path(ident string) string { return filepath.Join(c.dir, ident+".json") }
 
 // load reads a server's metadata. A missing file is (nil, nil); a file
 // that is unreadable, corrupt, of another format or of another definition
 // is an error that says so, and the server starts cold.
 func (c cacheStore) load(srv cue.Server) (*Metadata, error) {
-	data, err := safefile.ReadFile(c.path(srv.ID), &safefile.ReadOptions{MaxSize: maxCacheFile})
+	ident := srv.Identity()
+	data, err := safefile.ReadFile(c.path(ident), &safefile.ReadOptions{MaxSize: maxCacheFile})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -211,7 +200,7 @@ func (c cacheStore) load(srv cue.Server) (*Metadata, error) {
 	switch {
 	case m.Format != cacheFormat:
 		return nil, fmt.Errorf("metadata cache: format %d ignored (want %d)", m.Format, cacheFormat)
-	case m.Server != srv.ID || m.ConfigHash != configHash(srv):
+	case m.Server != srv.ID || m.Identity != ident:
 		return nil, errors.New("metadata cache: fetched for another definition of the server; ignored")
 	}
 	return &m, nil
@@ -223,7 +212,7 @@ func (c cacheStore) save(m *Metadata) error {
 	if err != nil {
 		return fmt.Errorf("metadata cache: %w", err)
 	}
-	if err := safefile.WriteFile(c.path(m.Server), data, nil); err != nil {
+	if err := safefile.WriteFile(c.path(m.Identity), data, nil); err != nil {
 		return fmt.Errorf("metadata cache: %w", err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 	"github.com/voltmcp/voltmcp/internal/npmpeers"
 	"github.com/voltmcp/voltmcp/internal/testwait"
@@ -286,7 +287,7 @@ func TestDescribeSchemasAlwaysWithinTheBound(t *testing.T) {
 			tool.OutputSchema = json.RawMessage(tt.out)
 		}
 		var d DescribeResult
-		e.fitSchemas("srv", tool, &d)
+		e.fitSchemas(output.Source{Server: "srv"}, tool, &d)
 		for which, s := range map[string]json.RawMessage{"input": d.InputSchema, "output": d.OutputSchema} {
 			if which == "output" && tt.out == "" {
 				if s != nil {

@@ -101,7 +101,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 	l, limitNotes := s.lim, s.limNotes
 	b := newBounder(s.cfg.ID, l)
 	init := cs.InitializeResult()
-	m := &Metadata{Format: cacheFormat, Server: s.cfg.ID, ConfigHash: configHash(s.cfg), FetchedAt: time.Now().UTC(), Tools: []Tool{}}
+	m := &Metadata{Format: cacheFormat, Server: s.cfg.ID, Identity: s.ident, FetchedAt: time.Now().UTC(), Tools: []Tool{}}
 	s.mu.Lock()
 	m.Transport = s.transport
 	s.mu.Unlock()

@@ -50,7 +50,7 @@ func TestLazyServerConnectsOnUseAndCaches(t *testing.T) {
 	if m == nil || m.Hash == "" || m.Name != "mcptest-behave" || m.Tools[0].Hash == "" {
 		t.Fatalf("metadata: %+v", m)
 	}
-	info, err := os.Stat(filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache", "good.json"))
+	info, err := os.Stat(cachePath(t, opts, "good"))
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("cache file: %v %v", info, err)
 	}
@@ -67,9 +67,9 @@ func TestLazyServerConnectsOnUseAndCaches(t *testing.T) {
 
 func TestCorruptCacheIsADiagnostic(t *testing.T) {
 	opts := workspace(t, map[string]server{"good": stdio("behave", nil)}, nil)
-	dir := filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache")
-	os.MkdirAll(dir, 0o700)
-	os.WriteFile(filepath.Join(dir, "good.json"), []byte("{not json"), 0o600)
+	path := cachePath(t, opts, "good")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte("{not json"), 0o600)
 	e := start(t, opts)
 	s, _ := e.Server("good")
 	if s.Status != StatusCold || !strings.Contains(s.CacheError, "corrupt") {

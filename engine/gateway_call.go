@@ -279,7 +279,7 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 	}
 	tr := &Truncation{Truncated: true, ReturnedBytes: len(inline), TotalBytes: c.TotalBytes, ReturnedLines: output.CountLines(inline), TotalLines: c.TotalLines}
 	turn.Yield(ctx) // the sidecar waits for the disk
-	id, err := e.outputs().Put(s.cfg.ID, tool, []byte(clean))
+	id, err := e.outputs().Put(s.source(), tool, []byte(clean))
 	if err != nil {
 		e.log.Warn("output sidecar", "err", err)
 		return inline, tr, nil, sh

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 )
 
 // maxSchema bounds each schema describe returns, in bytes of compact
@@ -59,7 +60,7 @@ func (e *Engine) gwDescribe(ctx context.Context, in GatewayInput) GatewayResult 
 		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, TaskSupport: t.TaskSupport, Annotations: t.Annotations,
 		MetadataHash: "sha256:" + t.Hash,
 		Call:         fmt.Sprintf(`mcp({"action":"call","server":%q,"tool":%q,"arguments":{...}})`, s.cfg.ID, t.Name)}
-	e.fitSchemas(s.cfg.ID, t, &d)
+	e.fitSchemas(s.source(), t, &d)
 	if s.stale() {
 		s.refreshAsync("describe of stale metadata")
 	}
@@ -69,7 +70,7 @@ func (e *Engine) gwDescribe(ctx context.Context, in GatewayInput) GatewayResult 
 // fitSchemas keeps d's schemas within maxSchema: when one is larger,
 // both whole go to the output store, and each larger one is cut to fit,
 // its summaries naming the cache id, with a warning saying what was cut.
-func (e *Engine) fitSchemas(server string, t Tool, d *DescribeResult) {
+func (e *Engine) fitSchemas(src output.Source, t Tool, d *DescribeResult) {
 	if len(t.InputSchema) <= maxSchema && len(t.OutputSchema) <= maxSchema {
 		return
 	}
@@ -78,7 +79,7 @@ func (e *Engine) fitSchemas(server string, t Tool, d *DescribeResult) {
 		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	}{t.InputSchema, t.OutputSchema}) // valid JSON from the cache
 	note := ""
-	if id, err := e.outputs().Put(server, t.Name+" schemas", whole); err != nil {
+	if id, err := e.outputs().Put(src, t.Name+" schemas", whole); err != nil {
 		e.log.Warn("output sidecar", "err", err)
 	} else {
 		d.Cache = cacheRefOf(id, 0)

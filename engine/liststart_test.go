@@ -209,7 +209,7 @@ func TestListUnlistedHoldsAPinChange(t *testing.T) {
 	}
 	e.Close()
 	write(map[string]string{"records": `{"destructiveHint":true}`})
-	if err := os.Remove(filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache", "db.json")); err != nil {
+	if err := os.Remove(cachePath(t, opts, "db")); err != nil {
 		t.Fatal(err)
 	}
 	since := time.Now()

@@ -114,6 +114,24 @@ func workspace(t testing.TB, servers map[string]server, settings map[string]any)
 		}}
 }
 
+// cachePath returns the metadata cache file of server id in the agent
+// directory of opts, named by the server's identity; a passive engine
+// reads the config to find it.
+func cachePath(t testing.TB, opts Options, id string) string {
+	t.Helper()
+	opts.Passive = true
+	e, err := New(context.Background(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv, ok := e.Config().Server(id)
+	if !ok {
+		t.Fatalf("no server %q", id)
+	}
+	return e.cache.path(srv.Identity())
+}
+
 // start builds an engine and closes it when the test ends.
 func start(t testing.TB, opts Options) *Engine {
 	t.Helper()

@@ -107,7 +107,7 @@ func (e *Engine) media(ctx context.Context, s *supervisor, tool string, risk Ris
 				if label == "" {
 					label = "resource:" + m.URI
 				}
-				id, err := e.outputs().PutMedia(s.cfg.ID, label, typ, m.Data)
+				id, err := e.outputs().PutMedia(s.source(), label, typ, m.Data)
 				if err != nil {
 					e.log.Warn("output sidecar", "err", err)
 					notes[m.Index] = ": not passed on: " + cap + "; it could not be kept: " + output.CleanText(err.Error(), 256)

@@ -92,7 +92,7 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 		return p, failure, err
 	}
 	s.mu.Unlock()
-	stamp, err := pin.StampOf(s.e.pinDir(), s.cfg.ID)
+	stamp, err := pin.StampOf(s.e.pinDir(), s.ident)
 	if err != nil {
 		return pin.Pins{}, "", errors.New(s.scrub.Text(err.Error()))
 	}
@@ -108,14 +108,14 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 	if !stamp.Exists {
 		// Nothing pinned yet; the store is opened (and its directory
 		// made) only when something is written.
-		p = pin.Pins{Server: s.cfg.ID, Tools: map[string]pin.Pin{}, Pending: map[string]pin.Pending{},
+		p = pin.Pins{Server: s.ident, Tools: map[string]pin.Pin{}, Pending: map[string]pin.Pending{},
 			// Not seen yet, so not approved: whether quarantine holds it
 			// is recorded on its first sight.
 			Approval: &pin.Approval{}}
 	} else if store, serr := s.e.pinStore(); serr != nil {
 		err = serr
 	} else {
-		p, err = store.Get(s.cfg.ID)
+		p, err = store.Get(s.ident)
 	}
 	if err != nil {
 		err = errors.New(s.scrub.Text(err.Error()))
@@ -248,7 +248,7 @@ func (s *supervisor) observePins(ctx context.Context, m *Metadata) ([]Event, err
 	// On the server's first sight, the tools policy says whether it is
 	// held until someone approves it (quarantine_new_servers).
 	quarantined := false
-	if stamp, err := pin.StampOf(s.e.pinDir(), id); err != nil {
+	if stamp, err := pin.StampOf(s.e.pinDir(), s.ident); err != nil {
 		return fail(err)
 	} else if !stamp.Exists {
 		quarantined = s.quarantinedOnFirstSight(ctx, m.Tools)
@@ -256,7 +256,7 @@ func (s *supervisor) observePins(ctx context.Context, m *Metadata) ([]Event, err
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("rating the tools: %w", err)
 	}
-	res, err := store.ObserveServer(id, metas, nil, quarantined)
+	res, err := store.ObserveServer(s.ident, metas, nil, quarantined)
 	if err != nil {
 		return fail(err)
 	}
@@ -268,7 +268,7 @@ func (s *supervisor) observePins(ctx context.Context, m *Metadata) ([]Event, err
 			Detail: map[string]any{"details": []string{msg}}})
 	}
 	if len(res.Changed) > 0 {
-		p, err := store.Get(id)
+		p, err := store.Get(s.ident)
 		if err != nil {
 			return fail(err)
 		}
@@ -552,9 +552,9 @@ func (e *Engine) Approve(ctx context.Context, server string, tools ...string) er
 	names := tools
 	serverApproved := false
 	if len(names) == 0 {
-		names, serverApproved, err = store.ApproveAll(s.cfg.ID)
+		names, serverApproved, err = store.ApproveAll(s.ident)
 	} else {
-		err = store.Approve(s.cfg.ID, names...)
+		err = store.Approve(s.ident, names...)
 	}
 	if err != nil {
 		return fmt.Errorf("approve: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
@@ -37,7 +38,11 @@ const (
 type supervisor struct {
 	e   *Engine
 	cfg cue.Server
-	log *slog.Logger
+	// ident is cfg's identity (cue.Server.Identity), which keys every
+	// piece of state kept about the server: its pins and approval, its
+	// cached metadata, its stored outputs.
+	ident string
+	log   *slog.Logger
 	// num numbers this supervisor among the engine's (a reload that
 	// changes a server's definition makes a new one).
 	num uint64
@@ -103,7 +108,7 @@ type supervisor struct {
 
 func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{e: e, cfg: cfg, num: e.supervisors.Add(1), ctx: ctx, cancel: cancel, stderr: transport.NewRing(stderrKeep),
+	s := &supervisor{e: e, cfg: cfg, ident: cfg.Identity(), num: e.supervisors.Add(1), ctx: ctx, cancel: cancel, stderr: transport.NewRing(stderrKeep),
 		log: e.log.With("server", cfg.ID), status: StatusCold}
 	// The config and the environment are fixed for a supervisor's life
 	// (a reload makes a new one): its limits are worked out once.
@@ -126,6 +131,11 @@ func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 		s.log.Warn("metadata cache", "err", err)
 	}
 	return s
+}
+
+// source is the server as the output store records it.
+func (s *supervisor) source() output.Source {
+	return output.Source{Server: s.cfg.ID, Identity: s.ident}
 }
 
 // setStatus moves to a new status if the move is legal, and publishes it.

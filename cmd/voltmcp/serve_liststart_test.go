@@ -153,7 +153,13 @@ func TestServeCallsAtStart(t *testing.T) {
 			t.Fatalf("first run: %s", text)
 		}
 		write(map[string]string{"records": `{"destructiveHint":true}`})
-		if err := os.Remove(filepath.Join(home, ".volt", "agent", "mcp", "cache", "db.json")); err != nil {
+		// The cache files are named by the server's identity; db is the
+		// project's one server.
+		files, _ := filepath.Glob(filepath.Join(home, ".volt", "agent", "mcp", "cache", "*.json"))
+		if len(files) != 1 {
+			t.Fatalf("cache files: %v", files)
+		}
+		if err := os.Remove(files[0]); err != nil {
 			t.Fatal(err)
 		}
 		since := time.Now()

@@ -62,7 +62,7 @@ func TestMediaItemsAndRenderNoted(t *testing.T) {
 func TestPutMediaReadsBackAsBase64(t *testing.T) {
 	s := NewStore(t.TempDir(), "ws", nil)
 	data := []byte("\x89PNG\r\n\x1a\n\x00\xff binary")
-	id, err := s.PutMedia("srv", "shot", "image/png", data)
+	id, err := s.PutMedia(Source{Server: "srv"}, "shot", "image/png", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPutMediaReadsBackAsBase64(t *testing.T) {
 		t.Errorf("a text output reads as %+v, %v", r, err)
 	}
 	small := NewStore(t.TempDir(), "ws", &StoreOptions{MaxBytes: 1 << 20})
-	if _, err := small.PutMedia("srv", "shot", "image/png", make([]byte, 1<<20)); err == nil {
+	if _, err := small.PutMedia(Source{Server: "srv"}, "shot", "image/png", make([]byte, 1<<20)); err == nil {
 		t.Error("an item over the quota was kept, cut")
 	}
 }

@@ -167,16 +167,10 @@ func (s *Store) open(id string) (*os.File, outputMeta, int64, error) {
 		f.Close()
 		return nil, meta, 0, err
 	}
-	head := make([]byte, min(info.Size(), maxOutputHeader))
-	if _, err := io.ReadFull(f, head); err != nil {
+	meta, dataOff, ok := decodeHeader(f, info.Size())
+	if !ok {
 		return fail(ErrUnknown)
 	}
-	nl := bytes.IndexByte(head, '\n')
-	if nl < 0 || !bytes.HasPrefix(head, []byte(outputMagic)) ||
-		json.Unmarshal(head[len(outputMagic):nl], &meta) != nil || meta.Format != outputFormat {
-		return fail(ErrUnknown)
-	}
-	dataOff := int64(nl + 1)
 	switch {
 	case subtle.ConstantTimeCompare([]byte(meta.Workspace), []byte(s.wsHash)) != 1:
 		return fail(ErrUnknown)
@@ -330,4 +324,20 @@ func runeStart(r io.ReaderAt, off, size int64) (int64, error) {
 		return off + int64(n), nil // continuation bytes up to the end
 	}
 	return off, nil // not UTF-8 here
+}
+
+// decodeHeader reads the header line of an output file of size bytes
+// from f, at its start, and returns it with the offset of the data.
+func decodeHeader(f io.Reader, size int64) (outputMeta, int64, bool) {
+	var meta outputMeta
+	head := make([]byte, min(size, maxOutputHeader))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return meta, 0, false
+	}
+	nl := bytes.IndexByte(head, '\n')
+	if nl < 0 || !bytes.HasPrefix(head, []byte(outputMagic)) ||
+		json.Unmarshal(head[len(outputMagic):nl], &meta) != nil || meta.Format != outputFormat {
+		return meta, 0, false
+	}
+	return meta, int64(nl + 1), true
 }

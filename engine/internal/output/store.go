@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // The output store keeps the full output of a tool call whose inline
@@ -109,9 +111,11 @@ type StoreOptions struct {
 
 // outputMeta is the header of an output file.
 type outputMeta struct {
-	Format      int    `json:"format"`
-	Workspace   string `json:"workspace"` // workspace hash, never the workspace itself
-	Server      string `json:"server"`
+	Format    int    `json:"format"`
+	Workspace string `json:"workspace"` // workspace hash, never the workspace itself
+	Server    string `json:"server"`
+	// Identity is the server's identity (see [Source]).
+	Identity    string `json:"identity,omitempty"`
 	Tool        string `json:"tool"`
 	Created     int64  `json:"created"` // Unix nanoseconds
 	ContentType string `json:"contentType"`
@@ -190,8 +194,17 @@ func validOutputID(id string) bool {
 // evicting oldest first, before writing; an output larger than the quota
 // is cut to fit it, and the stored header records its original size. Its
 // errors name no path.
-func (s *Store) Put(server, tool string, data []byte) (id string, err error) {
-	return s.put(server, tool, contentType(data), "", data)
+func (s *Store) Put(src Source, tool string, data []byte) (id string, err error) {
+	return s.put(src, tool, contentType(data), "", data)
+}
+
+// Source is the server an output came from: its name, which reading the
+// output shows, and its identity (the engine's cue.Server.Identity,
+// taken as a plain value), by which [RemoveServer] finds the outputs of
+// a server that is gone.
+type Source struct {
+	Server   string
+	Identity string
 }
 
 // PutMedia stores binary data of type mimeType (an image or audio item
@@ -199,21 +212,22 @@ func (s *Store) Put(server, tool string, data []byte) (id string, err error) {
 // [Store.Read] pages through as text and reports with the type and the
 // encoding. An item larger than the quota is refused rather than cut:
 // the beginning of an image is no image.
-func (s *Store) PutMedia(server, tool, mimeType string, data []byte) (id string, err error) {
+func (s *Store) PutMedia(src Source, tool, mimeType string, data []byte) (id string, err error) {
 	enc := make([]byte, base64.StdEncoding.EncodedLen(len(data)))
 	base64.StdEncoding.Encode(enc, data)
 	if int64(len(enc))+maxOutputHeader > s.maxBytes {
 		return "", fmt.Errorf("output store: %d bytes of base64 exceed the cache quota of %d bytes", len(enc), s.maxBytes)
 	}
-	return s.put(server, tool, ClipUTF8(mimeType, maxOutputName), "base64", enc)
+	return s.put(src, tool, ClipUTF8(mimeType, maxOutputName), "base64", enc)
 }
 
-func (s *Store) put(server, tool, ctype, encoding string, data []byte) (id string, err error) {
+func (s *Store) put(src Source, tool, ctype, encoding string, data []byte) (id string, err error) {
 	now := s.now()
 	meta := outputMeta{
 		Format:      outputFormat,
 		Workspace:   s.wsHash,
-		Server:      ClipUTF8(server, maxOutputName),
+		Server:      ClipUTF8(src.Server, maxOutputName),
+		Identity:    ClipUTF8(src.Identity, maxOutputName),
 		Tool:        ClipUTF8(tool, maxOutputName),
 		Created:     now.UnixNano(),
 		ContentType: ctype,
@@ -452,4 +466,59 @@ func contentType(data []byte) string {
 	default:
 		return "application/octet-stream"
 	}
+}
+
+// RemoveServer deletes the outputs of the server whose identity is
+// identity from every workspace's directory under dir (the outputs
+// directory a [Store] is made with), for `voltmcp remove`, and returns
+// how many it deleted. A file it cannot read the header of is left
+// alone; an empty identity removes nothing.
+func RemoveServer(dir, identity string) (int, error) {
+	if identity == "" {
+		return 0, nil
+	}
+	workspaces, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, outputErr("list", err)
+	}
+	removed := 0
+	for _, w := range workspaces {
+		if !w.IsDir() || !isHex(w.Name(), 32) {
+			continue
+		}
+		ws := filepath.Join(dir, w.Name())
+		files, err := os.ReadDir(ws)
+		if err != nil {
+			continue
+		}
+		for _, e := range files {
+			if !validOutputID(e.Name()) || !e.Type().IsRegular() {
+				continue
+			}
+			path := filepath.Join(ws, e.Name())
+			meta, ok := readMeta(path)
+			if !ok || meta.Identity != identity {
+				continue
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return removed, outputErr("remove", err)
+			}
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// readMeta reads the header of the output file at path.
+func readMeta(path string) (outputMeta, bool) {
+	f, info, err := safefile.Open(path, &safefile.ReadOptions{NoFollow: true, MaxSize: -1})
+	if err != nil {
+		return outputMeta{}, false
+	}
+	defer f.Close()
+	meta, _, ok := decodeHeader(f, info.Size())
+	return meta, ok
 }

@@ -47,7 +47,7 @@ func testOutputStore(t testing.TB, ttl time.Duration, maxBytes int64) (*Store, *
 
 func mustPut(t testing.TB, s *Store, data string) string {
 	t.Helper()
-	id, err := s.Put("srv", "tool", []byte(data))
+	id, err := s.Put(Source{Server: "srv"}, "tool", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestOutputRoundTrip(t *testing.T) {
 		{"binary", "\x00\xff\xfe\n\x80", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			id, err := s.Put("github", "search_code", []byte(c.data))
+			id, err := s.Put(Source{Server: "github"}, "search_code", []byte(c.data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -697,7 +697,7 @@ func TestOutputNeverShowsHostPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := NewStore(filepath.Join(blocker, "outputs"), root, &StoreOptions{Now: clock.now})
-	if _, err := broken.Put("srv", "tool", []byte("x")); err == nil {
+	if _, err := broken.Put(Source{Server: "srv"}, "tool", []byte("x")); err == nil {
 		t.Fatal("put under a file succeeded")
 	} else {
 		check("put error", err.Error())
@@ -715,7 +715,7 @@ func TestOutputConcurrentPutRead(t *testing.T) {
 		wg.Go(func() {
 			for i := range 30 {
 				data := strings.Repeat(strconv.Itoa(g)+"é", 500+i)
-				id, err := s.Put("srv", "tool", []byte(data))
+				id, err := s.Put(Source{Server: "srv"}, "tool", []byte(data))
 				if err != nil {
 					t.Error(err)
 					return
@@ -748,7 +748,7 @@ func BenchmarkOutputPutRead(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		id, err := s.Put("srv", "tool", data)
+		id, err := s.Put(Source{Server: "srv"}, "tool", data)
 		if err != nil {
 			b.Fatal(err)
 		}

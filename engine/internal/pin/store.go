@@ -110,12 +110,16 @@ type Result struct {
 }
 
 // Store keeps the pins of every server in a directory, one file a server,
-// <dir>/<server>.json, mode 0600. Every write replaces the file atomically
+// <dir>/<key>.json, mode 0600. The key that every method takes as server
+// is the server's identity, which the caller computes (the engine passes
+// cue.Server.Identity, a hex sha256 of what the server is): never its
+// name, so that pins and approvals stay with the program they were made
+// for and a name given to another program starts with none. Every write replaces the file atomically
 // (a temporary file, fsync, rename, fsync of the directory), so that a
 // crash at any point leaves the old file or the new one. Methods are safe
 // for concurrent use, within one process and between processes: every
 // read-modify-write of a server's file holds its lock file,
-// <dir>/<server>.json.lock, so a gateway observing a server while
+// <dir>/<key>.json.lock, so a gateway observing a server while
 // `voltmcp approve` approves it loses neither change.
 type Store struct {
 	dir string
@@ -385,7 +389,7 @@ func (s *Store) Approve(server string, tools ...string) error {
 	}
 	for _, name := range tools {
 		if _, ok := p.Pending[name]; !ok {
-			return fmt.Errorf("pin store: server %q has no pending change for tool %q", server, name)
+			return fmt.Errorf("pin store: no pending change for tool %q", name)
 		}
 	}
 	now := time.Now().UTC()
@@ -432,4 +436,32 @@ func (s *Store) ApproveAll(server string) (tools []string, serverApproved bool, 
 		return nil, false, err
 	}
 	return tools, serverApproved, nil
+}
+
+// Remove deletes the pins of server (its key: see [Store]) from the
+// store's directory dir, holding its lock while it does: what `voltmcp
+// remove` does for a server that is gone. The empty lock file stays, as
+// [safefile.Lock] requires. It reports whether there was a pin file; a
+// missing one, or a missing directory, is not an error. Like [StampOf],
+// it does not make the directory.
+func Remove(dir, server string) (bool, error) {
+	if !bound.ValidName(server) {
+		return false, fmt.Errorf("pin store: invalid server key %q", server)
+	}
+	path := file(dir, server)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	unlock, err := safefile.Lock(context.Background(), path)
+	if err != nil {
+		return false, fmt.Errorf("pin store: %w", err)
+	}
+	defer unlock()
+	switch err := os.Remove(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("pin store: %w", err)
+	}
+	return true, nil
 }

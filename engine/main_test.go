@@ -114,10 +114,9 @@ func workspace(t testing.TB, servers map[string]server, settings map[string]any)
 		}}
 }
 
-// cachePath returns the metadata cache file of server id in the agent
-// directory of opts, named by the server's identity; a passive engine
-// reads the config to find it.
-func cachePath(t testing.TB, opts Options, id string) string {
+// identityOf returns the identity of server id in the config of opts,
+// which a passive engine reads.
+func identityOf(t testing.TB, opts Options, id string) string {
 	t.Helper()
 	opts.Passive = true
 	e, err := New(context.Background(), &opts)
@@ -129,7 +128,14 @@ func cachePath(t testing.TB, opts Options, id string) string {
 	if !ok {
 		t.Fatalf("no server %q", id)
 	}
-	return e.cache.path(srv.Identity())
+	return srv.Identity()
+}
+
+// cachePath returns the metadata cache file of server id in the agent
+// directory of opts, which is named by the server's identity.
+func cachePath(t testing.TB, opts Options, id string) string {
+	t.Helper()
+	return filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache", identityOf(t, opts, id)+".json")
 }
 
 // start builds an engine and closes it when the test ends.

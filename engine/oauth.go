@@ -108,9 +108,11 @@ func (s *supervisor) oauthFlow() (string, error) {
 func (s *supervisor) takeAuthFailure() error { return s.oauth.TakeFailure() }
 
 // tokenStore returns the server's OAuth token store,
-// <agent-dir>/mcp/auth/<id>.json.
+// <agent-dir>/mcp/auth/<id>.json, whose token is used only by a server
+// of this identity.
 func (s *supervisor) tokenStore() *oauth.Store {
-	return oauth.NewStore(oauth.Path(s.e.opts.AgentDir, s.cfg.ID), s.cfg.ID, &oauth.StoreOptions{Log: s.log, Scrub: &s.scrub})
+	return oauth.NewStore(oauth.Path(s.e.opts.AgentDir, s.cfg.ID), s.cfg.ID,
+		&oauth.StoreOptions{Log: s.log, Scrub: &s.scrub, Identity: s.ident})
 }
 
 // newOAuthHandler builds the handler for a connection to endpoint from

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine"
 )
 
 func addCommand() *command {
@@ -226,9 +227,16 @@ Examples:
 				return failuref("%w", err)
 			}
 			fmt.Fprintf(e.stdout, "Removed %q from %s.\n", cue.NormalizeID(id), loc.Path(l))
-			if after, still, err := loadedServer(ctx, e, id); err == nil && still {
+			after, still, err := loadedServer(ctx, e, id)
+			if err == nil && still {
 				fmt.Fprintf(e.stdout, "%q is still defined in %s (%s); 'voltmcp disable %s' stops voltmcp from using it.\n",
 					after.ID, after.File, after.Layer, after.ID)
+			}
+			if loaded && (err != nil || !still || after.Identity() != s.Identity()) {
+				// The server that was is gone: so is what voltmcp kept
+				// about it, so that nothing of it carries over to a
+				// server added later under this name.
+				return forgetServer(ctx, e, s)
 			}
 			return nil
 		}
@@ -239,6 +247,32 @@ Examples:
 		return usageErrorf("unknown server %q: no entry in %s", id, strings.Join(paths(loc, layers), " or "))
 	}
 	return c
+}
+
+// forgetServer deletes what voltmcp kept about the removed server s
+// (engine.Forget) and says what went.
+func forgetServer(ctx context.Context, e *env, s cue.Server) error {
+	f, err := engine.Forget(ctx, e.g.agentDir, s)
+	var gone []string
+	if f.Pins {
+		gone = append(gone, "its pins and approval")
+	}
+	if f.Cache {
+		gone = append(gone, "its cached metadata")
+	}
+	if f.Outputs > 0 {
+		gone = append(gone, fmt.Sprintf("%d stored outputs", f.Outputs))
+	}
+	if f.Token {
+		gone = append(gone, "its OAuth token (deleted here, not revoked at the authorization server)")
+	}
+	if len(gone) > 0 {
+		fmt.Fprintf(e.stdout, "Deleted %s.\n", strings.Join(gone, ", "))
+	}
+	if err != nil {
+		return failuref("removed %q, but not all that voltmcp kept about it: %w", s.ID, err)
+	}
+	return nil
 }
 
 func paths(loc cue.Locations, layers []cue.Layer) []string {

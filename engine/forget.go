@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/engine/internal/oauth"
+	"github.com/voltmcp/voltmcp/engine/internal/output"
+	"github.com/voltmcp/voltmcp/engine/internal/pin"
+)
+
+// Forgotten says what [Forget] deleted.
+type Forgotten struct {
+	// Pins is true when the server's pins and approval were deleted.
+	Pins bool `json:"pins"`
+	// Cache is true when its cached metadata was deleted.
+	Cache bool `json:"cache"`
+	// Outputs counts the stored outputs deleted, of every workspace.
+	Outputs int `json:"outputs"`
+	// Token is true when its OAuth token file was deleted (not revoked).
+	Token bool `json:"token"`
+}
+
+// Forget deletes what voltmcp keeps about the server srv under the agent
+// directory agentDir, found by its identity ([cue.Server.Identity]): its
+// pins, held changes and approval, its cached metadata, its stored
+// outputs in every workspace's directory, and its OAuth token file when
+// the token is of this identity. The token is deleted, not revoked
+// (revoking needs the network; `voltmcp auth logout` does it). It also
+// deletes the pin and cache files that versions before identities kept
+// under the server's name, which nothing reads any more. `voltmcp
+// remove` calls it for the definition it removed, so that a server added
+// later under the same name starts with nothing. The first error is
+// returned after every deletion has been tried.
+func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, error) {
+	var f Forgotten
+	if agentDir == "" {
+		return f, errors.New("forget: no agent directory")
+	}
+	ident := srv.Identity()
+	mcpDir := filepath.Join(agentDir, "mcp")
+	var errs []error
+	var err error
+	if f.Pins, err = pin.Remove(filepath.Join(mcpDir, "pins"), ident); err != nil {
+		errs = append(errs, err)
+	}
+	cache := cacheStore{dir: filepath.Join(mcpDir, "cache")}
+	if f.Cache, err = removeFile(cache.path(ident)); err != nil {
+		errs = append(errs, fmt.Errorf("metadata cache: %w", err))
+	}
+	if f.Outputs, err = output.RemoveServer(filepath.Join(mcpDir, "outputs"), ident); err != nil {
+		errs = append(errs, err)
+	}
+	if srv.Auth != nil && srv.Auth.Type == "oauth" {
+		tokens := oauth.NewStore(oauth.Path(agentDir, srv.ID), srv.ID, &oauth.StoreOptions{Identity: ident})
+		if f.Token, err = tokens.Discard(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The files of versions that keyed state by name. A name that could
+	// be an identity is left alone: its file may be another server's.
+	if len(srv.ID) != len(ident) {
+		for _, legacy := range []string{filepath.Join(mcpDir, "pins", srv.ID+".json"), cache.path(srv.ID)} {
+			if _, err := removeFile(legacy); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return f, errors.Join(errs...)
+}
+
+// removeFile removes path and reports whether it was there.
+func removeFile(path string) (bool, error) {
+	switch err := os.Remove(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}

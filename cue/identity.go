@@ -29,7 +29,9 @@ const identityDomain = "voltmcp server identity v1"
 // arguments, the working directory it starts in ([Server.WorkDir]), the
 // names of its env entries and its envAllowlist; for an HTTP server the
 // URL, the names of its headers and its auth config without the token
-// and client secret. Values are hashed as written: an ${env:NAME}
+// and client secret (and without allowInsecureLoopback, which relaxes a
+// rule but changes nothing the server is: a stored token stays the
+// server's, and the rules of today decide whether it is refreshed). Values are hashed as written: an ${env:NAME}
 // reference is never resolved, and the value of an env entry or a
 // header never goes in (it is often a secret, and a new token is not a
 // new server). A literal secret written in the arguments or the URL goes
@@ -62,8 +64,7 @@ func (s Server) Identity() string {
 				scheme = *a.Scheme
 			}
 			w.list("auth", []string{a.Type, a.Variable, a.Header, scheme, a.Flow, a.Scope, a.ClientID,
-				a.ClientMetadataURL, a.ResourceMetadataURL, a.TokenEndpointAuthMethod, a.Issuer,
-				fmt.Sprint(a.AllowInsecureLoopback)})
+				a.ClientMetadataURL, a.ResourceMetadataURL, a.TokenEndpointAuthMethod, a.Issuer})
 		} else {
 			w.list("auth", nil)
 		}

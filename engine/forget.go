@@ -29,9 +29,10 @@ type Forgotten struct {
 // Forget deletes what voltmcp keeps about the server srv under the agent
 // directory agentDir, found by its identity ([cue.Server.Identity]): its
 // pins, held changes and approval, its cached metadata, its stored
-// outputs in every workspace's directory, and its OAuth token file when
-// the token is of this identity. The token is deleted, not revoked
-// (revoking needs the network; `voltmcp auth logout` does it). It also
+// outputs in every workspace's directory, and, for an OAuth server, its
+// token file (a token is bound to the URL it was issued for, and kept
+// under the server's id). The token is deleted, not revoked (revoking
+// needs the network; `voltmcp auth logout` does it). It also
 // deletes the pin and cache files that versions before identities kept
 // under the server's name, which nothing reads any more. `voltmcp
 // remove` calls it for the definition it removed, so that a server added
@@ -57,7 +58,7 @@ func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, er
 		errs = append(errs, err)
 	}
 	if srv.Auth != nil && srv.Auth.Type == "oauth" {
-		tokens := oauth.NewStore(oauth.Path(agentDir, srv.ID), srv.ID, &oauth.StoreOptions{Identity: ident})
+		tokens := oauth.NewStore(oauth.Path(agentDir, srv.ID), srv.ID, nil)
 		if f.Token, err = tokens.Discard(ctx); err != nil {
 			errs = append(errs, err)
 		}

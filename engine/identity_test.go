@@ -9,6 +9,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
+	"github.com/voltmcp/voltmcp/engine/internal/pin"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
@@ -142,9 +143,8 @@ func TestChangedIdentityIsANewServer(t *testing.T) {
 }
 
 // TestForgetDeletesWhatBelongedToTheServer checks Forget on each store,
-// an OAuth token of the server's identity included, and that it leaves
-// another server's state alone: a token under the same name of another
-// identity, and the pins of another server.
+// an OAuth token included, and that it leaves another server's pins,
+// cache and outputs alone.
 func TestForgetDeletesWhatBelongedToTheServer(t *testing.T) {
 	opts := workspace(t, map[string]server{"gone": stdio(mcptest.ModeBehave, nil), "kept": stdio(mcptest.ModeBehave, nil)}, nil)
 	ctx := testwait.Context(t)
@@ -160,18 +160,6 @@ func TestForgetDeletesWhatBelongedToTheServer(t *testing.T) {
 	gone := e.servers["gone"].cfg
 	e.Close()
 	agent := filepath.Join(opts.Home, ".volt", "agent")
-	token := func(server, identity string) string {
-		path := oauth.Path(agent, server)
-		data, _ := json.Marshal(oauth.File{Format: oauth.Format, Server: server, Identity: identity})
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-
 	f, err := Forget(ctx, agent, gone)
 	if err != nil || !f.Pins || !f.Cache || f.Outputs != 1 || f.Token {
 		t.Errorf("Forget: %+v, %v", f, err)
@@ -191,21 +179,82 @@ func TestForgetDeletesWhatBelongedToTheServer(t *testing.T) {
 	}
 	e.Close()
 
-	// Forget looks for a token where the definition logs in with OAuth.
+	// Forget deletes the token of a server that logs in with OAuth.
 	oauthGone := gone
 	oauthGone.Auth = &cue.Auth{Type: "oauth"}
-	mine := token("gone", oauthGone.Identity())
+	path := oauth.Path(agent, "gone")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"format":1,"server":"gone"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if f, err := Forget(ctx, agent, oauthGone); err != nil || !f.Token {
 		t.Errorf("Forget of the server's token: %+v, %v", f, err)
 	}
-	if _, err := os.Stat(mine); !os.IsNotExist(err) {
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the token file stays: %v", err)
 	}
-	other := token("gone", strings.Repeat("0", 64))
-	if f, err := Forget(ctx, agent, oauthGone); err != nil || f.Token {
-		t.Errorf("Forget of another identity's token: %+v, %v", f, err)
-	}
-	if _, err := os.Stat(other); err != nil {
-		t.Errorf("the token of another identity is gone: %v", err)
+}
+
+// TestPinsFromBeforeIdentitiesAreNotUsed writes pin files as versions
+// before identities did, under the server's name: such a file cannot be
+// shown to be the server's, so its approval grants nothing (quarantine
+// still holds the server), its pins are not compared with the server's
+// tools, and they are not shown as the server's.
+func TestPinsFromBeforeIdentitiesAreNotUsed(t *testing.T) {
+	echo := pin.Meta{Name: "echo", Description: "Another echo.", Risk: "destructive"}
+	ghost := pin.Meta{Name: "ghost", Description: "A tool of the old program.", Risk: "read"}
+	for _, c := range []struct {
+		name       string
+		quarantine bool
+		legacy     func(t *testing.T, store *pin.Store)
+		held       bool
+	}{
+		{"approved ahead, with quarantine", true, func(t *testing.T, store *pin.Store) {
+			if _, _, err := store.ApproveAll("srv"); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"approved with pins, with quarantine", true, func(t *testing.T, store *pin.Store) {
+			if _, err := store.Observe("srv", []pin.Meta{echo, ghost}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"pins of other tools, without quarantine", false, func(t *testing.T, store *pin.Store) {
+			if _, err := store.Observe("srv", []pin.Meta{echo, ghost}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := workspace(t, map[string]server{"srv": stdio(mcptest.ModeBehave, nil)}, nil)
+			if c.quarantine {
+				opts.PolicyDirs = []string{writePolicy(t, "quarantine.rego", quarantineAll)}
+			}
+			store, err := pin.OpenStore(filepath.Join(opts.Home, ".volt", "agent", "mcp", "pins"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.legacy(t, store)
+			e := start(t, opts)
+			ctx := testwait.Context(t)
+			r := gw(t, e, GatewayInput{Action: "call", Server: "srv", Tool: "echo", Arguments: map[string]any{"text": "hi"}})
+			if held := r.IsError && strings.Contains(r.Text, "quarantined"); held != c.held || (!c.held && r.IsError) {
+				t.Errorf("held = %v, want %v: %s", held, c.held, r.Text)
+			}
+			if strings.Contains(r.Text, "changed since") {
+				t.Errorf("the server is compared with the pins kept under its name: %s", r.Text)
+			}
+			pins, err := e.Pins(ctx, "srv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pins {
+				if p.Tool == "ghost" || p.Pending != nil {
+					t.Errorf("pins shows the file kept under the name: %+v", p)
+				}
+			}
+		})
 	}
 }

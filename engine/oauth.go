@@ -108,11 +108,9 @@ func (s *supervisor) oauthFlow() (string, error) {
 func (s *supervisor) takeAuthFailure() error { return s.oauth.TakeFailure() }
 
 // tokenStore returns the server's OAuth token store,
-// <agent-dir>/mcp/auth/<id>.json, whose token is used only by a server
-// of this identity.
+// <agent-dir>/mcp/auth/<id>.json.
 func (s *supervisor) tokenStore() *oauth.Store {
-	return oauth.NewStore(oauth.Path(s.e.opts.AgentDir, s.cfg.ID), s.cfg.ID,
-		&oauth.StoreOptions{Log: s.log, Scrub: &s.scrub, Identity: s.ident})
+	return oauth.NewStore(oauth.Path(s.e.opts.AgentDir, s.cfg.ID), s.cfg.ID, &oauth.StoreOptions{Log: s.log, Scrub: &s.scrub})
 }
 
 // newOAuthHandler builds the handler for a connection to endpoint from

@@ -293,7 +293,7 @@ func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			file := oauth.File{Format: oauth.Format, Server: "o", Identity: identityOf(t, opts, "o"), URL: f.MCPURL, URLHash: oauth.URLHash(f.MCPURL), ClientID: "client-1",
+			file := oauth.File{Format: oauth.Format, Server: "o", URL: f.MCPURL, URLHash: oauth.URLHash(f.MCPURL), ClientID: "client-1",
 				Issuer: stored(evil.url), TokenURL: evil.url + "/token", AuthStyle: int(oauth2.AuthStyleInParams),
 				Token:   &oauth2.Token{AccessToken: "stale", RefreshToken: "rt-stale", Expiry: time.Now().Add(-time.Hour)},
 				SavedAt: time.Now().Add(-2 * time.Hour)}

@@ -184,7 +184,11 @@ func removeCommand() *command {
 
 Removes the server's entry from the voltmcp-owned file that has it
 (<home>/.volt/agent/mcp.json, or <project>/.volt/mcp.json), atomically and
-keeping the rest of the file. A server defined in another file (.mcp.json,
+keeping the rest of the file, and deletes what voltmcp kept about the
+server: its pins and approval, its cached metadata, its stored outputs and
+its OAuth token (deleted here, not revoked: 'voltmcp auth logout NAME'
+first revokes it). A server added later under the name starts with
+nothing. A server defined in another file (.mcp.json,
 ~/.config/mcp/mcp.json) is not voltmcp's to delete: remove says where it is
 defined and suggests 'voltmcp disable NAME', which stops voltmcp from using
 it and leaves the file to the tools that share it. --scope picks the file

@@ -167,3 +167,55 @@ func TestRemovedServerLeavesNothingBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectsSharingAHomeKeepTheirOwnApproval runs the review's case
+// through the CLI and through serve: two trusted projects that share one
+// --home each define a server "db", with another command line; with new
+// servers held, approving the first project's db does not make the
+// second's callable.
+func TestProjectsSharingAHomeKeepTheirOwnApproval(t *testing.T) {
+	project := func(t *testing.T, extraArgs ...string) string {
+		dir := t.TempDir()
+		cmd, args, env := mcptest.Command(mcptest.ModeBehave)
+		doc := map[string]any{"version": 1, "servers": map[string]any{"db": map[string]any{
+			"command": cmd, "args": append(args, extraArgs...), "env": env}}}
+		data, _ := json.Marshal(doc)
+		if err := os.MkdirAll(filepath.Join(dir, ".volt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".volt", "mcp.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	for _, via := range []string{"cli", "serve"} {
+		t.Run(via, func(t *testing.T) {
+			home := t.TempDir()
+			first, second := project(t), project(t, "-test.count=1")
+			policy := filepath.Join(t.TempDir(), "quarantine.rego")
+			if err := os.WriteFile(policy, []byte("package voltmcp.tools\n\nquarantine_new_servers if true\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+			cli := func(project string, args ...string) cliResult {
+				return runCLI(t, env, append(args, "--home", home, "--project", project, "--approve", "--policy", policy)...)
+			}
+			call := func(project string) (bool, string) {
+				if via == "serve" {
+					return serveCall(t, home, project, policy, "env")
+				}
+				r := cli(project, "call", "db", "env")
+				return r.code != exitOK, r.stdout + r.stderr
+			}
+			if r := cli(first, "approve", "db"); r.code != exitOK {
+				t.Fatalf("approve the first project's db:\n%s", r)
+			}
+			if failed, text := call(first); failed {
+				t.Fatalf("the first project's approved db: %s", text)
+			}
+			if failed, text := call(second); !failed || !strings.Contains(text, "quarantined") || !strings.Contains(text, "voltmcp approve db") {
+				t.Errorf("the second project's db is callable on the first's approval: %s", text)
+			}
+		})
+	}
+}

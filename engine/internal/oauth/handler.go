@@ -486,7 +486,7 @@ func (h *Handler) filterScopes(discovered []string) []string {
 // every refresh of it, is stored and scrubbed.
 func (h *Handler) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 	h.scrub.Add(cfg.ClientSecret)
-	file := File{Format: Format, Server: h.server, Identity: h.store.identity, URL: redact.URL(h.endpoint), URLHash: URLHash(h.endpoint),
+	file := File{Format: Format, Server: h.server, URL: redact.URL(h.endpoint), URLHash: URLHash(h.endpoint),
 		ClientID: cfg.ClientID, Issuer: h.guard.AuthServer(), TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
 		Scopes: cfg.Scopes}
 	if cfg.ClientSecret != "" && cfg.ClientSecret != h.opts.ClientSecret {

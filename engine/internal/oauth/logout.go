@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
-	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // Remove deletes the token file, holding its lock, and returns what it
@@ -138,29 +136,19 @@ func (h *Handler) revoke(ctx context.Context, endpoint string, f *File, secret, 
 	return nil
 }
 
-// Discard deletes the token file, holding its lock, when it is the
-// store's server's: of its identity ([StoreOptions.Identity]) or of none
-// (written before tokens had one, and so never used). A token file of
-// another identity under the same name belongs to another server and
-// stays. Nothing is revoked. It reports whether it deleted a file.
+// Discard deletes the token file, holding its lock, without reading or
+// revoking it, and reports whether there was one: what `voltmcp remove`
+// does with the token of the server it removes. The lock file stays.
 func (s *Store) Discard(ctx context.Context) (bool, error) {
 	unlock, err := s.Lock(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	data, err := safefile.ReadFile(s.path, &safefile.ReadOptions{MaxSize: maxFile, NoFollow: true})
-	switch {
+	switch err := os.Remove(s.path); {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("oauth token store: %w", err)
-	}
-	var tf File
-	if json.Unmarshal(data, &tf) == nil && tf.Identity != "" && tf.Identity != s.identity {
-		return false, nil
-	}
-	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("oauth token store: remove the token file: %w", errors.Unwrap(err))
 	}
 	return true, nil

@@ -36,12 +36,10 @@ const maxFile = 1 << 20
 var ErrSymlink = errors.New("is a symbolic link, which the token store does not follow (remove it)")
 
 // File is a server's stored OAuth token. It is used only for the URL it
-// was issued for, and only by the server it was stored for: the server's
-// identity (Identity, see [StoreOptions]) must match, not only its name.
+// was issued for.
 type File struct {
-	Format   int    `json:"format"`
-	Server   string `json:"server"`
-	Identity string `json:"identity,omitempty"`
+	Format int    `json:"format"`
+	Server string `json:"server"`
 	// URL is the endpoint with its credentials redacted, for people;
 	// URLHash is the sha256 of the endpoint as connected to ([URLHash]).
 	URL     string `json:"url"`
@@ -84,12 +82,6 @@ type StoreOptions struct {
 	// refresh returns, and scrubs the errors it logs. Nil means a
 	// scrubber of the store's own.
 	Scrub *transport.Scrubber
-	// Identity is the identity of the server (the engine's
-	// cue.Server.Identity, as a plain value): it is written into the
-	// token file, and a file of another identity (another program or
-	// URL under the same name, or a file written before tokens had one)
-	// is not used.
-	Identity string
 }
 
 // Store is the token store of one server: one file, written atomically
@@ -101,11 +93,10 @@ type StoreOptions struct {
 // replaces the file with one of mode 0600. It is safe for concurrent
 // use.
 type Store struct {
-	path     string
-	server   string
-	identity string
-	log      *slog.Logger
-	scrub    *transport.Scrubber
+	path   string
+	server string
+	log    *slog.Logger
+	scrub  *transport.Scrubber
 }
 
 // NewStore returns the store of the token file at path (see [Path]) of
@@ -114,7 +105,7 @@ type Store struct {
 func NewStore(path, server string, opts *StoreOptions) *Store {
 	s := &Store{path: path, server: server}
 	if opts != nil {
-		s.log, s.scrub, s.identity = opts.Log, opts.Scrub, opts.Identity
+		s.log, s.scrub = opts.Log, opts.Scrub
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -145,8 +136,7 @@ func (s *Store) Check() error {
 
 // Read reads the token file: nil when there is none usable (no file, a
 // symbolic link, a file others can read, an unreadable or corrupt one,
-// one of another format, server or identity, one without an access
-// token), with a
+// one of another format or server, one without an access token), with a
 // warning for those that are there but not usable. It does not take the
 // lock.
 func (s *Store) Read() *File {
@@ -173,7 +163,7 @@ func (s *Store) Read() *File {
 		s.log.Warn("oauth token store: corrupt token file ignored", "file", s.path)
 		return nil
 	}
-	if tf.Format != Format || tf.Server != s.server || tf.Identity != s.identity || tf.Token == nil || tf.Token.AccessToken == "" {
+	if tf.Format != Format || tf.Server != s.server || tf.Token == nil || tf.Token.AccessToken == "" {
 		return nil
 	}
 	return &tf

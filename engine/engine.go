@@ -297,7 +297,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.audit = e.newAuditQueue()
 	e.backlog = auditq.NewBacklog(e.audit.PushAll, &auditq.BacklogOptions{Logger: e.log})
-	e.cache = cacheStore{dir: filepath.Join(e.opts.AgentDir, "mcp", "cache")}
+	e.cache = cacheStore{dir: cacheDirOf(e.opts.AgentDir)}
 	cfg, res, err := e.loadConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -394,7 +394,7 @@ func (e *Engine) Close() error {
 func (e *Engine) outputs() *output.Store {
 	e.outOnce.Do(func() {
 		set := e.Config().Settings
-		e.out = output.NewStore(filepath.Join(e.opts.AgentDir, "mcp", "outputs"), e.workspace(),
+		e.out = output.NewStore(outputDirOf(e.opts.AgentDir), e.workspace(),
 			&output.StoreOptions{TTL: ms(set.OutputCacheTtlMs), MaxBytes: set.OutputCacheMaxBytes, Now: time.Now})
 		e.out.Sweep()
 	})

@@ -44,17 +44,16 @@ func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, er
 		return f, errors.New("forget: no agent directory")
 	}
 	ident := srv.Identity()
-	mcpDir := filepath.Join(agentDir, "mcp")
 	var errs []error
 	var err error
-	if f.Pins, err = pin.Remove(filepath.Join(mcpDir, "pins"), ident); err != nil {
+	if f.Pins, err = pin.Remove(pinDirOf(agentDir), ident); err != nil {
 		errs = append(errs, err)
 	}
-	cache := cacheStore{dir: filepath.Join(mcpDir, "cache")}
+	cache := cacheStore{dir: cacheDirOf(agentDir)}
 	if f.Cache, err = removeFile(cache.path(ident)); err != nil {
 		errs = append(errs, fmt.Errorf("metadata cache: %w", err))
 	}
-	if f.Outputs, err = output.RemoveServer(filepath.Join(mcpDir, "outputs"), ident); err != nil {
+	if f.Outputs, err = output.RemoveServer(outputDirOf(agentDir), ident); err != nil {
 		errs = append(errs, err)
 	}
 	if srv.Auth != nil && srv.Auth.Type == "oauth" {
@@ -66,7 +65,7 @@ func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, er
 	// The files of versions that keyed state by name. A name that could
 	// be an identity is left alone: its file may be another server's.
 	if len(srv.ID) != len(ident) {
-		for _, legacy := range []string{filepath.Join(mcpDir, "pins", srv.ID+".json"), cache.path(srv.ID)} {
+		for _, legacy := range []string{filepath.Join(pinDirOf(agentDir), srv.ID+".json"), cache.path(srv.ID)} {
 			if _, err := removeFile(legacy); err != nil {
 				errs = append(errs, err)
 			}

@@ -54,7 +54,13 @@ func (e *Engine) pinStore() (*pin.Store, error) {
 }
 
 // pinDir is where the pin files are.
-func (e *Engine) pinDir() string { return filepath.Join(e.opts.AgentDir, "mcp", "pins") }
+func (e *Engine) pinDir() string { return pinDirOf(e.opts.AgentDir) }
+
+// The stores of state about servers under an agent directory, each keyed
+// by the server's identity (see [Forget]).
+func pinDirOf(agentDir string) string    { return filepath.Join(agentDir, "mcp", "pins") }
+func cacheDirOf(agentDir string) string  { return filepath.Join(agentDir, "mcp", "cache") }
+func outputDirOf(agentDir string) string { return filepath.Join(agentDir, "mcp", "outputs") }
 
 // pinCache is what a supervisor knows of its server's pins. It is
 // guarded by the supervisor's mu; the zero pinCache knows nothing.

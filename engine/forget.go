@@ -36,8 +36,8 @@ type Forgotten struct {
 // deletes the pin and cache files that versions before identities kept
 // under the server's name, which nothing reads any more. `voltmcp
 // remove` calls it for the definition it removed, so that a server added
-// later under the same name starts with nothing. The first error is
-// returned after every deletion has been tried.
+// later under the same name starts with nothing. Every deletion is
+// tried; the error joins the failures.
 func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, error) {
 	var f Forgotten
 	if agentDir == "" {
@@ -62,8 +62,10 @@ func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, er
 			errs = append(errs, err)
 		}
 	}
-	// The files of versions that keyed state by name. A name that could
-	// be an identity is left alone: its file may be another server's.
+	// The files of versions that keyed state by name. An id (48
+	// characters at most) never has the length of an identity, so such
+	// a file is never another server's identity file; the check keeps it
+	// so.
 	if len(srv.ID) != len(ident) {
 		for _, legacy := range []string{filepath.Join(pinDirOf(agentDir), srv.ID+".json"), cache.path(srv.ID)} {
 			if _, err := removeFile(legacy); err != nil {

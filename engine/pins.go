@@ -563,7 +563,7 @@ func (e *Engine) Approve(ctx context.Context, server string, tools ...string) er
 		err = store.Approve(s.ident, names...)
 	}
 	if err != nil {
-		return fmt.Errorf("approve: %w", err)
+		return fmt.Errorf("approve %s: %w", s.cfg.ID, err)
 	}
 	s.mu.Lock()
 	s.pins.valid = false

@@ -139,3 +139,35 @@ func TestIdentityIsStable(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIdentity checks, for any arguments and env entries, that the
+// identity is the same for the same definition (map order and env
+// values aside) and tells argument lists apart however their bytes are
+// split.
+func FuzzIdentity(f *testing.F) {
+	f.Add("serve", "--port=0", "TOKEN", "v1", "v2")
+	f.Add("a;b", "", "A", "", "x")
+	f.Add("1:a", "b", "K=V", "secret", "other")
+	f.Fuzz(func(t *testing.T, a, b, name, value, other string) {
+		base := Server{ID: "srv", Transport: TransportStdio, Command: "/bin/x", Args: []string{a, b}, BaseDir: "/h",
+			Env: map[string]string{name: value, name + "_2": value}}
+		id := base.Identity()
+		again := clone(base)
+		again.Env[name] = other
+		if again.Identity() != id {
+			t.Errorf("an env value changed the identity")
+		}
+		joined := clone(base)
+		joined.Args = []string{a + b}
+		if joined.Identity() == id {
+			t.Errorf("args %q and %q hash as %q", a, b, a+b)
+		}
+		if len(a) > 0 {
+			moved := clone(base)
+			moved.Args = []string{a[:len(a)-1], a[len(a)-1:] + b}
+			if moved.Identity() == id {
+				t.Errorf("args %q hash as %q", base.Args, moved.Args)
+			}
+		}
+	})
+}

@@ -44,15 +44,17 @@ func (s Server) Identity() string {
 	w.field("id", s.ID)
 	w.field("transport", s.Transport)
 	w.field("transportAuto", fmt.Sprint(s.TransportAuto))
+	// Paths absolute (absPath): a project given as "." is the same
+	// project as its absolute path.
 	if s.Layer.IsProject() {
-		w.field("project", s.BaseDir)
+		w.field("project", absPath(s.BaseDir))
 	} else {
 		w.field("project", "")
 	}
 	if s.IsStdio() {
 		w.field("command", s.Command)
 		w.list("args", s.Args)
-		w.field("workDir", s.WorkDir(s.Cwd))
+		w.field("workDir", absPath(s.WorkDir(s.Cwd)))
 		w.list("env", sortedKeys(s.Env))
 		w.list("envAllowlist", sortedCopy(s.EnvAllowlist))
 	} else {

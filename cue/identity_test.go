@@ -2,6 +2,8 @@ package cue
 
 import (
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -74,6 +76,9 @@ func TestIdentity(t *testing.T) {
 		{"title, timeouts, tools", stdio, func(s *Server) {
 			s.Title, s.CallTimeoutMs, s.ExcludeTools, s.Enabled = "T", 5, []string{"x"}, !s.Enabled
 		}, true},
+		{"project given relative to the working directory", stdio, func(s *Server) {
+			s.Layer, s.BaseDir = LayerProject, "."
+		}, false},
 		{"header value", http, func(s *Server) { s.Headers["Authorization"] = "Bearer rotated" }, true},
 		{"header name case", http, func(s *Server) {
 			delete(s.Headers, "X-Team")
@@ -93,6 +98,30 @@ func TestIdentity(t *testing.T) {
 				t.Errorf("identity before %s, after %s; want same=%v", before, after, c.same)
 			}
 		})
+	}
+}
+
+// TestIdentityOfARelativeProject holds a project given as "." to the
+// identity of its absolute path: `voltmcp approve` run in the project
+// and serve started with --project name one server.
+func TestIdentityOfARelativeProject(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdio, http := identityBases()
+	for _, s := range []Server{stdio, http} {
+		rel, abs := clone(s), clone(s)
+		rel.Layer, rel.BaseDir, rel.Cwd = LayerProject, ".", ""
+		abs.Layer, abs.BaseDir, abs.Cwd = LayerProject, wd, ""
+		if rel.Identity() != abs.Identity() {
+			t.Errorf("%s: the project . and %s are two identities", s.ID, wd)
+		}
+		other := clone(abs)
+		other.BaseDir = filepath.Dir(wd)
+		if other.Identity() == abs.Identity() {
+			t.Errorf("%s: two projects are one identity", s.ID)
+		}
 	}
 }
 

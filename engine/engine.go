@@ -220,14 +220,15 @@ type Engine struct {
 	// off is why the current config turns the gateway off, nil when it
 	// is on (TurnedOff); read on every call, so it is not behind mu.
 	off atomic.Pointer[string]
+	// ptrust watches the project trust the current config was loaded
+	// under; nil when no project layer loads (trustwatch.go). Read on
+	// every start or call of a project server.
+	ptrust atomic.Pointer[projectTrust]
 
-	mu     sync.Mutex
-	closed bool
-	cfg    *cue.Config
-	load   *cue.Result // nil when Options.Config was given
-	// ptrust watches the project trust the config was loaded under; nil
-	// when no project layer loads (trustwatch.go).
-	ptrust  *projectTrust
+	mu      sync.Mutex
+	closed  bool
+	cfg     *cue.Config
+	load    *cue.Result // nil when Options.Config was given
 	servers map[string]*supervisor
 	// listCtx is the context of the first ListUnlisted: Reload lists
 	// the servers it adds under it.
@@ -305,7 +306,8 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.cfg, e.load, e.ptrust = cfg, res, newProjectTrust(e.ws, res)
+	e.cfg, e.load = cfg, res
+	e.ptrust.Store(newProjectTrust(e.opts.Surface, e.ws, res))
 	e.setOff(cfg)
 	e.guard.Store(newGuard(e, cfg))
 	e.servers = map[string]*supervisor{}
@@ -653,7 +655,8 @@ func (e *Engine) Reload(ctx context.Context) error {
 			stop = append(stop, old)
 		}
 	}
-	e.cfg, e.load, e.servers, e.ptrust = cfg, res, next, newProjectTrust(e.ws, res)
+	e.cfg, e.load, e.servers = cfg, res, next
+	e.ptrust.Store(newProjectTrust(e.opts.Surface, e.ws, res))
 	e.setOff(cfg)
 	old := e.guard.Swap(newGuard(e, cfg))
 	e.mu.Unlock()

@@ -44,9 +44,16 @@ type projectTrust struct {
 	err error
 }
 
-// newProjectTrust returns the trust watch of a loaded config, or nil when
-// no project layer loads (nothing of the project runs).
-func newProjectTrust(project string, res *cue.Result) *projectTrust {
+// newProjectTrust returns the trust watch of a config loaded for
+// surface, or nil when no project layer loads (nothing of the project
+// runs) or the surface is a one-shot command, which decides trust as it
+// starts and ends soon after.
+func newProjectTrust(surface cue.Surface, project string, res *cue.Result) *projectTrust {
+	switch surface {
+	case cue.SurfaceServe, cue.SurfaceRPC, cue.SurfaceDaemon:
+	default:
+		return nil
+	}
 	if res == nil || !res.Trust.Trusted || len(res.TrustFiles) == 0 {
 		return nil
 	}
@@ -120,9 +127,7 @@ func sameStamps(a, b []pathStamp) bool {
 // stamps at most once a trustRecheck, and decides again only when one
 // changed.
 func (e *Engine) projectTrustError(ctx context.Context) error {
-	e.mu.Lock()
-	pt := e.ptrust
-	e.mu.Unlock()
+	pt := e.ptrust.Load()
 	if pt == nil {
 		return nil
 	}

@@ -83,14 +83,27 @@ func TestTrustListsAndCoversPolicyFiles(t *testing.T) {
 		t.Fatalf("trust --json: %v\n%s", err, r)
 	}
 
+	// A user policy makes the voltmcp.trust Rego policy decide trust
+	// rather than the built-in rule; both must agree.
+	userPolicy := filepath.Join(t.TempDir(), "org.rego")
+	if err := os.WriteFile(userPolicy, []byte("package voltmcp.tools\n\ndeny contains \"org\" if false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	status := func() string {
 		t.Helper()
-		r := runCLI(t, env, append([]string{"servers", "--json"}, g...)...)
-		var list []struct{ ID, Status string }
-		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 {
-			t.Fatalf("servers --json: %v\n%s", err, r)
+		var got []string
+		for _, extra := range [][]string{nil, {"--policy", userPolicy}} {
+			r := runCLI(t, env, append(append([]string{"servers", "--json"}, g...), extra...)...)
+			var list []struct{ ID, Status string }
+			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 {
+				t.Fatalf("servers --json %v: %v\n%s", extra, err, r)
+			}
+			got = append(got, list[0].Status)
 		}
-		return list[0].Status
+		if (got[0] == "untrusted") != (got[1] == "untrusted") {
+			t.Fatalf("the built-in rule and the trust policy disagree: %v", got)
+		}
+		return got[0]
 	}
 	if s := status(); s == "untrusted" {
 		t.Fatalf("trusted project: demo is %s", s)

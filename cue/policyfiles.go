@@ -25,6 +25,11 @@ const (
 	// MaxProjectPolicyBytes is how many bytes of policy a project may
 	// name in all.
 	MaxProjectPolicyBytes = 16 << 20
+	// MaxProjectPolicyEntries is how many directory entries (files of
+	// any kind and directories) the walk of a project's policy
+	// directories may meet: a project that names its root, or /, is
+	// refused quickly rather than walked on every load.
+	MaxProjectPolicyEntries = 10000
 )
 
 // PolicyFile is one file read under a project's settings.policies entry:
@@ -42,12 +47,13 @@ type PolicyFile struct {
 
 // policyBudget is what is left of a project's bounds.
 type policyBudget struct {
-	files int
-	bytes int64
+	files   int
+	bytes   int64
+	entries int
 }
 
 func newPolicyBudget() *policyBudget {
-	return &policyBudget{files: MaxProjectPolicyFiles, bytes: MaxProjectPolicyBytes}
+	return &policyBudget{files: MaxProjectPolicyFiles, bytes: MaxProjectPolicyBytes, entries: MaxProjectPolicyEntries}
 }
 
 // IsPolicyFile reports whether a file met in a policy directory is a
@@ -80,6 +86,9 @@ func readPolicySource(path string, b *policyBudget) (files []PolicyFile, dirs []
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if b.entries--; b.entries < 0 {
+			return &policyLimitError{fmt.Sprintf("policy directory %s: the walk of the project's policy directories met more than %d entries at %s; that is the limit", path, MaxProjectPolicyEntries, p)}
 		}
 		if d.IsDir() {
 			dirs = append(dirs, p)

@@ -225,6 +225,20 @@ func TestProjectPolicyFilesAreRead(t *testing.T) {
 			}
 			return nil
 		}, "16 MiB"},
+		"too many entries": {func(r string) error {
+			for i := range MaxProjectPolicyEntries / 100 {
+				d := filepath.Join(r, "policy", "tree", fmt.Sprintf("d%03d", i))
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				for j := range 100 {
+					if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("n%02d.md", j)), nil, 0o644); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}, fmt.Sprintf("more than %d entries", MaxProjectPolicyEntries)},
 		"a FIFO": {func(r string) error { return syscall.Mkfifo(filepath.Join(r, "policy", "nested", "pipe.rego"), 0o600) }, "pipe.rego: not a regular file (fifo)"},
 		"only tests": {func(r string) error {
 			for _, f := range []string{"team.rego", "nested/deep.rego", "nested/other.rego"} {

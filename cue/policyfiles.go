@@ -56,16 +56,16 @@ func newPolicyBudget() *policyBudget {
 	return &policyBudget{files: MaxProjectPolicyFiles, bytes: MaxProjectPolicyBytes, entries: MaxProjectPolicyEntries}
 }
 
-// IsPolicyFile reports whether a file met in a policy directory is a
+// isPolicyFile reports whether a file met in a policy directory is a
 // policy: a .rego file that is not a test (*_test.rego). A file an entry
 // names directly is a policy whatever its name.
-func IsPolicyFile(name string) bool {
+func isPolicyFile(name string) bool {
 	return strings.HasSuffix(name, ".rego") && !strings.HasSuffix(name, "_test.rego")
 }
 
 // readPolicySource reads the policy files of one settings.policies entry
 // of a project layer, as the policy loader would find them: the file the
-// path names, or every policy file (IsPolicyFile) under the directory,
+// path names, or every policy file (isPolicyFile) under the directory,
 // searched recursively without following links to directories. Each file
 // is read without blocking, only when it is a regular file, and within the
 // budget. It returns the files and the directories it walked (a file
@@ -94,7 +94,7 @@ func readPolicySource(path string, b *policyBudget) (files []PolicyFile, dirs []
 			dirs = append(dirs, p)
 			return nil
 		}
-		if !IsPolicyFile(d.Name()) {
+		if !isPolicyFile(d.Name()) {
 			return nil
 		}
 		f, err := readPolicyFile(p, b)

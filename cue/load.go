@@ -74,6 +74,10 @@ type FileStatus struct {
 	// adjusts, when it parsed but did not load because the project is not
 	// trusted: names a surface may show, without what they run.
 	IgnoredServers []string `json:"-"`
+	// NamedBy is, for a file a config file brings in (a policy file of a
+	// project layer's settings.policies, in Result.TrustFiles), the config
+	// file that names it.
+	NamedBy string `json:"namedBy,omitempty"`
 }
 
 // Result is the outcome of a load.
@@ -88,6 +92,19 @@ type Result struct {
 	// Trust is the project trust decision; it is the zero value when no
 	// project file was found.
 	Trust TrustDecision
+	// TrustFiles are the files the trust decision covers, each with its
+	// content hash: the project layer files found and every file they
+	// bring in (the policy files their settings.policies name, with
+	// NamedBy set). A file that could not be read has no hash and a
+	// Reason, and no trust record matches it. `voltmcp trust` records
+	// these (NewTrustRecord).
+	TrustFiles []FileStatus
+	// TrustPaths are the paths whose change can change the trust decision
+	// or what it covers: the trust store, both project layer files (found
+	// or not), and each project policy entry with the directories walked
+	// under it and the files read. A process that keeps running on this
+	// Result looks at them to see that it must decide again.
+	TrustPaths []string
 }
 
 // layerDoc is one file, read, validated and normalized.
@@ -97,6 +114,10 @@ type layerDoc struct {
 	baseDir string
 	doc     *node // normalized to voltmcp's dialect
 	ok      bool  // parsed and shaped well enough to merge
+	// policies are the settings.policies entries taken out of doc
+	// (takePolicies), once took is set.
+	policies []PolicySource
+	took     bool
 }
 
 // Load reads the four layers under loc, validates each, decides project
@@ -128,6 +149,22 @@ func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
 		}
 		docs = append(docs, o.Schema.readLayer(loc.Path(layer), layer, base, &d))
 	}
+	// The policy files a project layer names are read here, once: their
+	// content is what trust covers and what the policy set loads.
+	budget := newPolicyBudget()
+	for _, ld := range docs {
+		ld.policies, ld.took = takePolicies(ld, &d), true
+		if !ld.status.Layer.IsProject() {
+			continue
+		}
+		for i := range ld.policies {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			src := &ld.policies[i]
+			src.Files, src.dirs, src.Err = readPolicySource(src.Path, budget)
+		}
+	}
 	return o.assemble(docs, loc, &d), nil
 }
 
@@ -139,16 +176,35 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 	// them out of each file before the settings merge.
 	policies := make([][]PolicySource, len(docs))
 	for i, ld := range docs {
-		policies[i] = takePolicies(ld, d)
+		policies[i] = ld.policies
+		if !ld.took {
+			policies[i] = takePolicies(ld, d)
+			if ld.status.Layer.IsProject() {
+				for j := range policies[i] {
+					policies[i][j].Err = fmt.Errorf("policy path %s: not read", policies[i][j].Path)
+				}
+			}
+		}
 		absPluginPaths(ld)
 	}
 	// Trust comes from the user layers alone: a project cannot vouch for
 	// itself.
 	userSettings := mergeSettings(docs, func(l Layer) bool { return !l.IsProject() }, o.Schema.defSettings)
 	var project []FileStatus
-	for _, ld := range docs {
+	for i, ld := range docs {
+		if ld.status.Layer.IsProject() {
+			res.TrustPaths = append(res.TrustPaths, ld.status.Path)
+		}
 		if ld.status.Layer.IsProject() && ld.status.Found {
 			project = append(project, *ld.status)
+			project = appendPolicyFiles(project, ld.status, policies[i])
+			for _, src := range policies[i] {
+				res.TrustPaths = append(res.TrustPaths, src.Path)
+				res.TrustPaths = append(res.TrustPaths, src.dirs...)
+				for _, f := range src.Files {
+					res.TrustPaths = append(res.TrustPaths, f.Path)
+				}
+			}
 			if s := ld.doc.get("settings"); s != nil && s.get("defaultProjectTrust") != nil {
 				d.addAt(SeverityWarning, CodeProjectSetting, s, "defaultProjectTrust", "set it in a user layer",
 					"a project cannot set its own trust; this setting is ignored")
@@ -198,6 +254,20 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 		if !res.Trust.Trusted {
 			o.reportUntrusted(docs, res.Trust, d)
 		}
+		if o.TrustStore != "" {
+			res.TrustPaths = append(res.TrustPaths, o.TrustStore)
+		}
+		// The statuses again, as the decision left them.
+		for i, ld := range docs {
+			if ld.status.Layer.IsProject() && ld.status.Found {
+				res.TrustFiles = appendPolicyFiles(append(res.TrustFiles, *ld.status), ld.status, policies[i])
+			}
+		}
+		for i := range res.TrustFiles {
+			if f := &res.TrustFiles[i]; f.NamedBy != "" {
+				f.Loaded = res.Trust.Trusted && f.SHA256 != ""
+			}
+		}
 	}
 	trusted := func(l Layer) bool { return !l.IsProject() || res.Trust.Trusted }
 	if o.CheckUntrusted && !res.Trust.Trusted {
@@ -219,6 +289,22 @@ func (o Options) assemble(docs []*layerDoc, loc Locations, d *diags) *Result {
 	d.list.Sort()
 	res.Diagnostics = d.list
 	return res
+}
+
+// appendPolicyFiles appends to files a status for each file the policy
+// entries srcs of the project layer file cfg bring in, or for an entry
+// that could not be read, one with the reason and no hash.
+func appendPolicyFiles(files []FileStatus, cfg *FileStatus, srcs []PolicySource) []FileStatus {
+	for _, src := range srcs {
+		if src.Err != nil {
+			files = append(files, FileStatus{Layer: cfg.Layer, Path: src.Path, Found: true, NamedBy: cfg.Path, Reason: src.Err.Error()})
+			continue
+		}
+		for _, f := range src.Files {
+			files = append(files, FileStatus{Layer: cfg.Layer, Path: f.Path, Found: true, SHA256: f.SHA256, NamedBy: cfg.Path})
+		}
+	}
+	return files
 }
 
 // maxPolicies bounds settings.policies in one file.

@@ -54,6 +54,18 @@ type PolicySource struct {
 	Layer Layer `json:"layer"`
 	// At is where the entry is written.
 	At Position `json:"at"`
+	// Files are, for an entry of a project layer, the policy files read
+	// under Path when the config was loaded (readPolicySource), with
+	// their content: project trust covers each, and the policy set loads
+	// these bytes, not the files as they are later. A user layer's
+	// entries are read by the policy loader from Path.
+	Files []PolicyFile `json:"files,omitempty"`
+	// Err is, for an entry of a project layer, why its files could not be
+	// read; it names the file or directory and the limit. The policy set
+	// fails closed with it.
+	Err error `json:"-"`
+	// dirs are the directories walked under Path.
+	dirs []string
 }
 
 // Origin is where a value of the effective config came from.

@@ -26,7 +26,9 @@ const (
 type TrustInput struct {
 	// Project is the project root.
 	Project string `json:"project"`
-	// Files are the project layer files found, with their content hashes.
+	// Files are the files the decision covers (Result.TrustFiles): the
+	// project layer files found and the files they bring in, with their
+	// content hashes.
 	Files []FileStatus `json:"files"`
 	// Surface is the caller.
 	Surface Surface `json:"surface"`
@@ -64,8 +66,10 @@ type TrustDecision struct {
 type TrustRecord struct {
 	// Project is the project root, absolute and clean.
 	Project string `json:"project"`
-	// Files are the project layer files that existed, with their content
-	// hashes.
+	// Files are the project layer files that existed and the files they
+	// brought in (the policy files of their settings.policies), with
+	// their content hashes. A record of the layer files alone does not
+	// match a project whose config brings files in: they are new to it.
 	Files []TrustedFile `json:"files"`
 	// TrustedAt is when the user gave trust.
 	TrustedAt time.Time `json:"trustedAt"`
@@ -91,6 +95,11 @@ func (r TrustRecord) Matches(files []FileStatus) (bool, string) {
 		}
 		p := absPath(f.Path)
 		seen[p] = true
+		if f.SHA256 == "" {
+			// A file brought in that could not be read: no record
+			// covers what cannot be hashed.
+			return false, p + " cannot be read (" + f.Reason + ")"
+		}
 		sum, ok := want[p]
 		if !ok {
 			return false, p + " is new"
@@ -107,12 +116,15 @@ func (r TrustRecord) Matches(files []FileStatus) (bool, string) {
 	return true, ""
 }
 
-// NewTrustRecord records trust in the project layer files of a load
-// result as they are now.
+// NewTrustRecord records trust in the files of a load result as they
+// are now: pass Result.TrustFiles, the project layer files and every file
+// they bring in. A file without a hash (one that could not be read) is
+// left out, and then the record matches nothing: check for such files
+// before recording.
 func NewTrustRecord(project string, files []FileStatus, at time.Time) TrustRecord {
 	r := TrustRecord{Project: absPath(project), TrustedAt: at.UTC()}
 	for _, f := range files {
-		if f.Layer.IsProject() && f.Found {
+		if f.Layer.IsProject() && f.Found && f.SHA256 != "" {
 			r.Files = append(r.Files, TrustedFile{Path: absPath(f.Path), SHA256: f.SHA256})
 		}
 	}

@@ -220,6 +220,10 @@ type Engine struct {
 	// off is why the current config turns the gateway off, nil when it
 	// is on (TurnedOff); read on every call, so it is not behind mu.
 	off atomic.Pointer[string]
+	// ptrust watches the project trust the current config was loaded
+	// under; nil when no project layer loads (trustwatch.go). Read on
+	// every start or call of a project server.
+	ptrust atomic.Pointer[projectTrust]
 
 	mu      sync.Mutex
 	closed  bool
@@ -303,6 +307,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cfg, e.load = cfg, res
+	e.ptrust.Store(newProjectTrust(e.opts.Surface, e.ws, res))
 	e.setOff(cfg)
 	e.guard.Store(newGuard(e, cfg))
 	e.servers = map[string]*supervisor{}
@@ -651,6 +656,7 @@ func (e *Engine) Reload(ctx context.Context) error {
 		}
 	}
 	e.cfg, e.load, e.servers = cfg, res, next
+	e.ptrust.Store(newProjectTrust(e.opts.Surface, e.ws, res))
 	e.setOff(cfg)
 	old := e.guard.Swap(newGuard(e, cfg))
 	e.mu.Unlock()

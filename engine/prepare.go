@@ -121,16 +121,26 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 // built-in bundle, dirs (Options.PolicyDirs, the CLI's --policy) as user
 // policies, and the files and directories srcs name (settings.policies),
 // as user policies or, from a project layer, as deny-only project
-// policies. A set that fails to load is returned with the error, and
+// policies. A project's policies load from the bytes cue.Load read and
+// project trust hashed (PolicySource.Files), never from the files as they
+// are now. A set that fails to load is returned with the error, and
 // answers every decision by failing closed. `voltmcp vet` checks a
 // config's policies with it.
 func LoadPolicies(ctx context.Context, dirs []string, srcs []cue.PolicySource) (*policies.Policies, error) {
 	opts := &policies.Options{Dirs: slices.Clone(dirs)}
 	for _, p := range srcs {
-		if p.Layer.IsProject() {
-			opts.ProjectDirs = append(opts.ProjectDirs, p.Path)
-		} else {
+		if !p.Layer.IsProject() {
 			opts.Dirs = append(opts.Dirs, p.Path)
+			continue
+		}
+		switch {
+		case p.Err != nil:
+			opts.ProjectFiles = append(opts.ProjectFiles, policies.File{Name: p.Path, Err: p.Err})
+		case len(p.Files) == 0:
+			opts.ProjectFiles = append(opts.ProjectFiles, policies.File{Name: p.Path, Err: fmt.Errorf("policy path %s: its files were not read with the config", p.Path)})
+		}
+		for _, f := range p.Files {
+			opts.ProjectFiles = append(opts.ProjectFiles, policies.File{Name: f.Path, Data: f.Data})
 		}
 	}
 	return policies.Load(ctx, opts)

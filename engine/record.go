@@ -24,6 +24,11 @@ import (
 // which the built-in policy reproduces. The decisions of serving surfaces
 // are audited.
 func (e *Engine) trustFunc(ctx context.Context) func(cue.TrustInput) cue.TrustDecision {
+	return e.trustDecider(ctx, true)
+}
+
+// trustDecider is trustFunc, recording the decision only when audited.
+func (e *Engine) trustDecider(ctx context.Context, audited bool) func(cue.TrustInput) cue.TrustDecision {
 	return func(in cue.TrustInput) cue.TrustDecision {
 		var d cue.TrustDecision
 		switch {
@@ -45,6 +50,9 @@ func (e *Engine) trustFunc(ctx context.Context) func(cue.TrustInput) cue.TrustDe
 		// line each time it starts (its calls are recorded as calls).
 		switch in.Surface {
 		case cue.SurfaceServe, cue.SurfaceRPC, cue.SurfaceDaemon:
+			if !audited {
+				break
+			}
 			e.record(ctx, audit.Record{Kind: audit.KindTrust, Status: trustStatus(d), Decision: &audit.Decision{Allowed: d.Trusted, Reasons: []string{d.Reason}},
 				Detail: map[string]any{"project": in.Project, "files": trustFiles(in.Files)}})
 		}

@@ -178,6 +178,17 @@ func (s *supervisor) fail(err error) error {
 // ensure returns a ready session, connecting first if needed. Concurrent
 // callers share one connection attempt.
 func (s *supervisor) ensure(ctx context.Context) (*mcp.ClientSession, error) {
+	if s.cfg.Layer.IsProject() {
+		// A project server runs only while the project is trusted as it
+		// was loaded: `voltmcp untrust` or an edit in another terminal
+		// stops it here, within trustRecheck.
+		if err := s.e.projectTrustError(ctx); err != nil {
+			if s.getStatus() == StatusReady {
+				s.disconnect(StatusDisconnected)
+			}
+			return nil, fmt.Errorf("server %s: %w", s.cfg.ID, err)
+		}
+	}
 	for {
 		s.mu.Lock()
 		switch s.status {

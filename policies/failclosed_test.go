@@ -97,7 +97,7 @@ func TestMissingPolicyDirectoryFailsClosed(t *testing.T) {
 func TestProjectAllowIsRejected(t *testing.T) {
 	t.Parallel()
 	dir, file := writePolicy(t, "project.rego", "package voltmcp.trust\n\n# A project cannot trust itself.\nallow contains \"trust me\" if true\n")
-	p, err := Load(context.Background(), &Options{ProjectDirs: []string{dir}})
+	p, err := Load(context.Background(), &Options{ProjectFiles: projectFiles(t, dir)})
 	if err == nil || !strings.Contains(err.Error(), file+":4") || !strings.Contains(err.Error(), "may only deny") {
 		t.Fatalf("want an error naming %s:4, got %v", file, err)
 	}
@@ -108,13 +108,13 @@ func TestProjectMayNotExtendUserRules(t *testing.T) {
 	t.Parallel()
 	userDir, _ := writePolicy(t, "org.rego", "package voltmcp.tools\n\nallowed_servers contains \"github\"\n\ndeny contains \"server not allowed\" if not input.server.id in allowed_servers\n")
 	projDir, projFile := writePolicy(t, "sneaky.rego", "package voltmcp.tools\n\nallowed_servers contains \"evil\"\n")
-	_, err := Load(context.Background(), &Options{Dirs: []string{userDir}, ProjectDirs: []string{projDir}})
+	_, err := Load(context.Background(), &Options{Dirs: []string{userDir}, ProjectFiles: projectFiles(t, projDir)})
 	if err == nil || !strings.Contains(err.Error(), projFile+":3") {
 		t.Fatalf("want an error naming %s:3, got %v", projFile, err)
 	}
 	// A project package of its own could feed a user helper package.
 	projDir2, projFile2 := writePolicy(t, "other.rego", "package acme\n\nservers contains \"evil\"\n")
-	_, err = Load(context.Background(), &Options{ProjectDirs: []string{projDir2}})
+	_, err = Load(context.Background(), &Options{ProjectFiles: projectFiles(t, projDir2)})
 	if err == nil || !strings.Contains(err.Error(), projFile2+":1") {
 		t.Fatalf("want an error naming %s:1, got %v", projFile2, err)
 	}
@@ -123,7 +123,7 @@ func TestProjectMayNotExtendUserRules(t *testing.T) {
 func TestProjectDenyApplies(t *testing.T) {
 	t.Parallel()
 	dir, file := writePolicy(t, "project.rego", "package voltmcp.tools\n\ndeny contains \"this repo forbids writes\" if input.risk == \"write\"\n")
-	p := mustLoad(t, &Options{ProjectDirs: []string{dir}})
+	p := mustLoad(t, &Options{ProjectFiles: projectFiles(t, dir)})
 	d := p.Tools(context.Background(), githubTool())
 	if d.Allowed || !d.Exposed {
 		t.Fatalf("want exposed but not allowed, got %+v", d)
@@ -282,17 +282,13 @@ func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
 	t.Parallel()
 	onlyTests, _ := writePolicy(t, "team_test.rego", "package voltmcp.tools_test\n\ntest_nothing if true\n")
 	for name, dir := range map[string]string{"empty": t.TempDir(), "only tests": onlyTests} {
-		for _, project := range []bool{false, true} {
-			o := &Options{Dirs: []string{dir}}
-			if project {
-				o = &Options{ProjectDirs: []string{dir}}
-			}
-			p, err := Load(context.Background(), o)
-			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "holds no policy") {
-				t.Fatalf("%s (project %v): error %v; want one naming the directory", name, project, err)
-			}
-			assertClosed(t, p, dir)
+		// A project's directories are read by cue.Load, which refuses
+		// them the same way (cue's TestProjectPolicyFilesAreRead).
+		p, err := Load(context.Background(), &Options{Dirs: []string{dir}})
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "holds no policy") {
+			t.Fatalf("%s: error %v; want one naming the directory", name, err)
 		}
+		assertClosed(t, p, dir)
 	}
 }
 
@@ -314,5 +310,19 @@ func TestFailedDecisionIsNotMemoized(t *testing.T) {
 	}
 	if d := p.Tools(context.Background(), githubTool()); !d.Allowed || d.Err != nil {
 		t.Fatalf("within the deadline: %+v; want the policies' allow", d)
+	}
+}
+
+// TestProjectFileErrorFailsClosed gives a project policy file its reader
+// could not read (Options.ProjectFiles with Err): the set fails to load
+// with that error, and every decision denies.
+func TestProjectFileErrorFailsClosed(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"/p/team.rego: not a regular file (fifo)", "policy path /p/gone: no such file or directory"} {
+		p, err := Load(context.Background(), &Options{ProjectFiles: []File{{Name: "/p/team.rego", Err: errors.New(name)}}})
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("error %v; want one with %q", err, name)
+		}
+		assertClosed(t, p, name)
 	}
 }

@@ -6,6 +6,25 @@ import (
 	"testing"
 )
 
+// projectFiles reads the policy files directly in dir, as a caller of
+// Load reads a project's (Options.ProjectFiles).
+func projectFiles(t *testing.T, dir string) []File {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []File
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, File{Name: n, Data: b})
+	}
+	return out
+}
+
 // writePolicy writes a policy file into a new temporary directory and
 // returns the directory and the file's path.
 func writePolicy(t *testing.T, name, src string) (dir, file string) {

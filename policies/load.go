@@ -187,8 +187,7 @@ const maxPolicyFile = 4 << 20
 // maxPolicyFile bytes (a FIFO or device is refused by name); every syntax
 // error is collected.
 func parseFiles(files []string, o origin, caps *ast.Capabilities) ([]source, error) {
-	var out []source
-	var errs ast.Errors
+	read := make([]File, 0, len(files))
 	for _, f := range files {
 		b, err := safefile.ReadFile(f, &safefile.ReadOptions{MaxSize: maxPolicyFile})
 		switch {
@@ -197,16 +196,31 @@ func parseFiles(files []string, o origin, caps *ast.Capabilities) ([]source, err
 		case err != nil:
 			return nil, fmt.Errorf("read policy %s: %w", f, err)
 		}
-		m, err := ast.ParseModuleWithOpts(f, string(b), parserOptions(caps))
+		read = append(read, File{Name: f, Data: b})
+	}
+	return parseSources(read, o, caps)
+}
+
+// parseSources parses files given by their content; every syntax error
+// is collected, and a file that could not be read (File.Err) is the
+// error.
+func parseSources(files []File, o origin, caps *ast.Capabilities) ([]source, error) {
+	var out []source
+	var errs ast.Errors
+	for _, f := range files {
+		if f.Err != nil {
+			return nil, fmt.Errorf("read policy: %w", f.Err)
+		}
+		m, err := ast.ParseModuleWithOpts(f.Name, string(f.Data), parserOptions(caps))
 		if err != nil {
 			var ae ast.Errors
 			if errors.As(err, &ae) {
 				errs = append(errs, ae...)
 				continue
 			}
-			return nil, fmt.Errorf("parse policy %s: %w", f, err)
+			return nil, fmt.Errorf("parse policy %s: %w", f.Name, err)
 		}
-		out = append(out, source{name: f, module: m, origin: o})
+		out = append(out, source{name: f.Name, module: m, origin: o})
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -23,7 +23,7 @@ func TestMediaDecision(t *testing.T) {
 	src := "package voltmcp.media\n\ndeny contains \"no large images\" if input.item.bytes > 1000\n"
 	for _, opts := range []func(string) *Options{
 		func(dir string) *Options { return &Options{Dirs: []string{dir}} },
-		func(dir string) *Options { return &Options{ProjectDirs: []string{dir}} },
+		func(dir string) *Options { return &Options{ProjectFiles: projectFiles(t, dir)} },
 	} {
 		dir, file := writePolicy(t, "media.rego", src)
 		p := mustLoad(t, opts(dir))

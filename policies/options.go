@@ -23,16 +23,30 @@ type Options struct {
 	// Relative paths are relative to the working directory; callers resolve
 	// them against the config layer that names them.
 	Dirs []string
-	// ProjectDirs are policy files or directories provided by a project.
-	// They may only make decisions stricter: a rule named allow in them is
-	// an error naming its file:line, and so is a rule that adds to a rule
-	// defined by the default or user policies (other than deny, hide and
-	// the redact additions).
-	ProjectDirs []string
+	// ProjectFiles are the policy files a project provides, given by
+	// their content: the loader reads no project file itself, so what it
+	// loads is what the caller read and project trust hashed (cue.Load
+	// reads them; engine.LoadPolicies passes them on). They may only make
+	// decisions stricter: a rule named allow in them is an error naming
+	// its file:line, and so is a rule that adds to a rule defined by the
+	// default or user policies (other than deny, hide and the redact
+	// additions).
+	ProjectFiles []File
 	// Timeout is the deadline of one evaluation. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// DisableMemo turns off the decision memo, so every call evaluates.
 	DisableMemo bool
+}
+
+// File is a policy file given by its content.
+type File struct {
+	// Name is the file's path: errors and reasons name it, with the line.
+	Name string
+	// Data is the file's content.
+	Data []byte
+	// Err, when set, is why the file could not be read; Load fails
+	// closed with it, as with a file that does not parse.
+	Err error
 }
 
 func (o *Options) timeout() time.Duration {

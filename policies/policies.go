@@ -104,20 +104,19 @@ func load(ctx context.Context, bundle fs.FS, opts *Options) (*Policies, error) {
 		}
 	}
 	srcs := base
-	for _, set := range []struct {
-		paths []string
-		o     origin
-	}{{opts.Dirs, fromUser}, {opts.ProjectDirs, fromProject}} {
-		files, err := regoFiles(set.paths, false)
-		if err != nil {
-			return fail(err)
-		}
-		more, err := parseFiles(files, set.o, caps)
-		if err != nil {
-			return fail(err)
-		}
-		srcs = append(srcs, more...)
+	files, err := regoFiles(opts.Dirs, false)
+	if err != nil {
+		return fail(err)
 	}
+	user, err := parseFiles(files, fromUser, caps)
+	if err != nil {
+		return fail(err)
+	}
+	project, err := parseSources(opts.ProjectFiles, fromProject, caps)
+	if err != nil {
+		return fail(err)
+	}
+	srcs = append(append(srcs, user...), project...)
 	if err := validate(srcs); err != nil {
 		return fail(err)
 	}

@@ -27,10 +27,12 @@ Shows what the project's MCP config (.mcp.json and .volt/mcp.json) would
 run: each server's command and arguments, the names of the environment
 variables it gets, its URL (credentials hidden), every variable of your
 environment it reads with ${env:NAME} and the field it goes into (args,
-url, env, headers, auth and any other), and the policies it adds.
-Then asks for confirmation and records trust in the state directory,
-bound to the files' content: once a file changes, the project is
-untrusted again until you run this again. --yes records without asking
+url, env, headers, auth and any other), and the policies it adds, with
+every file counted and listed. Then asks for confirmation and records
+trust in the state directory, bound to the content of each of those
+files (the config files and every policy file they bring in): once one
+changes, or a policy file is added or removed, the project is untrusted
+again until you run this again. --yes records without asking
 (for scripts; read the listing first). The trust policy decides; a
 defaultProjectTrust of "never" or --no-approve still wins.
 
@@ -51,9 +53,16 @@ Examples:
 		if err != nil {
 			return failuref("%w", err)
 		}
-		rec := cue.NewTrustRecord(e.g.project, res.Files, time.Now())
+		rec := cue.NewTrustRecord(e.g.project, res.TrustFiles, time.Now())
 		if len(rec.Files) == 0 {
 			return failuref("no project MCP config in %s (looked for .mcp.json and .volt/mcp.json)", rec.Project)
+		}
+		for _, f := range res.TrustFiles {
+			if f.Found && f.SHA256 == "" && f.NamedBy != "" {
+				// Trust covers the content of every file the config
+				// brings in; one that cannot be read cannot be covered.
+				return failuref("cannot trust %s: %s names %s", rec.Project, clean(f.NamedBy), clean(f.Reason))
+			}
 		}
 		listing := projectListing(res)
 		if asJSON {
@@ -173,9 +182,17 @@ func projectListing(res *cue.Result) []trustServer {
 
 func writeListing(e *env, rec cue.TrustRecord, servers []trustServer, res *cue.Result) {
 	w := e.stdout
-	fmt.Fprintf(w, "Project %s\n", rec.Project)
+	fmt.Fprintf(w, "Project %s, %d %s:\n", rec.Project, len(rec.Files), plural(len(rec.Files), "file"))
+	named := map[string]string{}
+	for _, f := range res.TrustFiles {
+		named[f.Path] = f.NamedBy
+	}
 	for _, f := range rec.Files {
-		fmt.Fprintf(w, "  file %s  sha256 %s\n", f.Path, f.SHA256[:16])
+		by := ""
+		if n := named[f.Path]; n != "" {
+			by = "  (policy, named by " + clean(n) + ")"
+		}
+		fmt.Fprintf(w, "  file %s  sha256 %s%s\n", clean(f.Path), f.SHA256[:16], by)
 	}
 	if len(servers) == 0 {
 		fmt.Fprintln(w, "It defines no servers of its own.")

@@ -84,10 +84,16 @@ _recorded_paths := {r.path | some r in _records}
 
 _recorded := {[r.path, r.content_hash] | some r in _records}
 
+# A record matches when it covers exactly the files there are, with their
+# content: a file it names that is gone (a deleted policy file, say)
+# is a change too.
 _record_matches if {
 	count(_files) > 0
 	every f in _files {
 		[f.path, f.content_hash] in _recorded
+	}
+	every p in _recorded_paths {
+		p in _file_paths
 	}
 }
 
@@ -112,6 +118,12 @@ _stale contains {"msg": sprintf("%s is new since trust was recorded; run 'voltmc
 	needs_trust
 	some f in _files
 	not f.path in _recorded_paths
+}
+
+_stale contains {"msg": sprintf("%s was removed since trust was recorded; run 'voltmcp trust' to trust the project as it is", [p]), "rule": "changed_since_trust"} if {
+	needs_trust
+	some p in _recorded_paths
+	not p in _file_paths
 }
 
 _reasons_of(set) := [lib.reason(r) | some r in set]

@@ -76,6 +76,14 @@ test_new_layer_file_needs_trust_again if {
 	"/src/app/.volt/mcp.json is new since trust was recorded; run 'voltmcp trust' to trust the new content" in msgs(d)
 }
 
+test_removed_file_needs_trust_again if {
+	recorded := [{"path": "/src/app/.mcp.json", "content_hash": "sha256:aaa"}, {"path": "/src/app/policy/team.rego", "content_hash": "sha256:ccc"}]
+	d := trust.decision with input as object.union(base, {"trusted_projects": recorded})
+	d.trusted == false
+	d.needs_trust == true
+	"/src/app/policy/team.rego was removed since trust was recorded; run 'voltmcp trust' to trust the project as it is" in msgs(d)
+}
+
 test_changed_file_with_approve_is_trusted_but_flagged if {
 	d := trust.decision with input as object.union(base, {"approve": true, "trusted_projects": [{"path": "/src/app/.mcp.json", "content_hash": "sha256:old"}]})
 	d.trusted == true

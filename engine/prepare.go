@@ -11,6 +11,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/safefile"
 	"github.com/voltmcp/voltmcp/wasm"
 )
@@ -36,7 +37,7 @@ func (g *guard) loadPolicies(ctx context.Context) {
 		g.pol = g.e.opts.Policies
 		return
 	}
-	g.pol, g.polErr = LoadPolicies(ctx, g.e.opts.PolicyDirs, g.cfg.Policies)
+	g.pol, g.polErr = LoadPolicies(ctx, g.e.opts.PolicyDirs, g.cfg.Policies, g.secrets)
 	if g.polErr != nil && ctx.Err() == nil {
 		g.e.log.Error("policies failed to load; every decision denies", "err", g.polErr)
 	}
@@ -121,11 +122,12 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 // built-in bundle, dirs (Options.PolicyDirs, the CLI's --policy) as user
 // policies, and the files and directories srcs name (settings.policies),
 // as user policies or, from a project layer, as deny-only project
-// policies. A set that fails to load is returned with the error, and
-// answers every decision by failing closed. `voltmcp vet` checks a
+// policies. Every reason of its decisions is scrubbed of the values scrub
+// knows (nil: none). A set that fails to load is returned with the error,
+// and answers every decision by failing closed. `voltmcp vet` checks a
 // config's policies with it.
-func LoadPolicies(ctx context.Context, dirs []string, srcs []cue.PolicySource) (*policies.Policies, error) {
-	opts := &policies.Options{Dirs: slices.Clone(dirs)}
+func LoadPolicies(ctx context.Context, dirs []string, srcs []cue.PolicySource, scrub *redact.Scrubber) (*policies.Policies, error) {
+	opts := &policies.Options{Dirs: slices.Clone(dirs), Scrub: scrub}
 	for _, p := range srcs {
 		if p.Layer.IsProject() {
 			opts.ProjectDirs = append(opts.ProjectDirs, p.Path)

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
@@ -154,7 +155,10 @@ func (m *Metadata) cleanedSecret(kind, name string) {
 }
 
 // scrubJSON returns raw with every string and object key that holds a
-// secret sc knows scrubbed; raw itself when none does. JSON that does not
+// secret sc knows scrubbed; raw itself when none does. JSON without a
+// backslash, whose strings are as written, is looked at as text and
+// decoded only when it holds a secret; JSON with escapes is decoded, since
+// an escape can hide a value from a look at the text. JSON that does not
 // decode (no bounded schema is such) is returned scrubbed as text when
 // that is still JSON, else dropped.
 func scrubJSON(raw json.RawMessage, sc *transport.Scrubber) json.RawMessage {
@@ -162,7 +166,7 @@ func scrubJSON(raw json.RawMessage, sc *transport.Scrubber) json.RawMessage {
 		return raw
 	}
 	s := string(raw)
-	if sc.Text(s) == s {
+	if sc.Text(s) == s && !strings.Contains(s, `\`) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -174,29 +178,42 @@ func scrubJSON(raw json.RawMessage, sc *transport.Scrubber) json.RawMessage {
 		}
 		return nil
 	}
-	out, err := json.Marshal(scrubValue(v, sc))
+	v, changed := scrubValue(v, sc)
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(v)
 	if err != nil {
 		return nil
 	}
 	return out
 }
 
-// scrubValue scrubs every string and object key of a decoded JSON value.
-func scrubValue(v any, sc *transport.Scrubber) any {
+// scrubValue scrubs every string and object key of a decoded JSON value,
+// and reports whether it changed any.
+func scrubValue(v any, sc *transport.Scrubber) (any, bool) {
 	switch x := v.(type) {
 	case string:
-		return sc.Text(x)
+		out := sc.Text(x)
+		return out, out != x
 	case []any:
+		changed := false
 		for i := range x {
-			x[i] = scrubValue(x[i], sc)
+			var c bool
+			x[i], c = scrubValue(x[i], sc)
+			changed = changed || c
 		}
-		return x
+		return x, changed
 	case map[string]any:
 		out := make(map[string]any, len(x))
+		changed := false
 		for k, e := range x {
-			out[sc.Text(k)] = scrubValue(e, sc)
+			sk := sc.Text(k)
+			se, c := scrubValue(e, sc)
+			changed = changed || c || sk != k
+			out[sk] = se
 		}
-		return out
+		return out, changed
 	}
-	return v
+	return v, false
 }

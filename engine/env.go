@@ -53,6 +53,12 @@ func serverSecrets(srv cue.Server, lookup func(string) (string, bool)) []string 
 			}
 		}
 	}
+	for name, raw := range srv.Headers {
+		// The token of "Authorization: Bearer V" on its own too.
+		if v, ok := expand(raw); ok {
+			out = append(out, redact.ArgSecrets([]string{name + ": " + v})...)
+		}
+	}
 	for _, name := range srv.EnvAllowlist {
 		if v, ok := lookup(name); ok {
 			out = append(out, v)

@@ -85,7 +85,7 @@ func metaEcho() string {
 // a schema has text: a property name, descriptions, titles, enum values,
 // a default and examples.
 func metaEchoSchema(echo string) map[string]any {
-	var enum []any
+	enum := []any{"none"} // without a value, still a schema
 	var key string
 	for _, v := range metaSecrets() {
 		for _, f := range MetaForms(v) {

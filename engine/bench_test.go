@@ -122,7 +122,7 @@ func BenchmarkConnectAndList(b *testing.B) {
 // stdio server of mode behave, as the engine would start it.
 func benchSDKCommand(b *testing.B) (string, []string, []string) {
 	command, cargs, env := mcptest.Command(mcptest.ModeBehave)
-	childenv, _, err := childEnv(cue.Server{Env: env}, os.LookupEnv)
+	childenv, err := childEnv(cue.Server{Env: env}, os.LookupEnv)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"log/slog"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
@@ -71,19 +74,33 @@ func TestCanarySweep(t *testing.T) {
 		// must know those forms. Its characters make every encoding
 		// differ from the value.
 		"encoded": "canary/ENC+3b7e 9d1f=a4&c",
+		// Values a server writes into every field of its metadata, in
+		// every form (mcptest.ModeSecretMeta): from a ${env:NAME}
+		// reference, a literal, the host through envAllowlist, and its
+		// argv, which a policy's deny reason also quotes.
+		"meta ref":  "canaryMREF3c9e7a1d42",
+		"meta lit":  "canaryMLIT8b2f4d6e19",
+		"meta host": "canaryMHST2d8b6f3a71",
+		"meta argv": "canaryMARG5a7c1e9f36",
 	}
 	host := map[string]string{
-		"CANARY_HOST":   canaries["host env"],
-		"CANARY_REF":    canaries["config ref"],
-		"CANARY_HEADER": canaries["header"],
-		"CANARY_WIRE":   canaries["wire ref"],
-		"CANARY_ENC":    canaries["encoded"],
+		"CANARY_HOST":                      canaries["host env"],
+		"CANARY_REF":                       canaries["config ref"],
+		"CANARY_HEADER":                    canaries["header"],
+		"CANARY_WIRE":                      canaries["wire ref"],
+		"CANARY_ENC":                       canaries["encoded"],
+		"CANARY_META":                      canaries["meta ref"],
+		mcptest.MetaSecretPrefix + "_HOST": canaries["meta host"],
 	}
 	wireCmd, wireArgs, wireEnv := mcptest.Command(mcptest.ModeHostileWire)
 	wireArgs = append(wireArgs, "--api-key", canaries["argv flag"], "--token="+canaries["argv eq"],
 		"https://api.example.com/v1?key="+canaries["argv url"], "--header", "Authorization: Bearer "+canaries["argv bearer"])
 	wireEnv[mcptest.WireSecretPrefix+"_REF"] = "${env:CANARY_WIRE}"
 	wireEnv[mcptest.WireSecretPrefix+"_TOKEN"] = canaries["wire lit"]
+	metaCmd, metaArgs, metaEnv := mcptest.Command(mcptest.ModeSecretMeta)
+	metaArgs = append(metaArgs, "--api-key", canaries["meta argv"])
+	metaEnv[mcptest.MetaSecretPrefix+"_REF"] = "${env:CANARY_META}"
+	metaEnv[mcptest.MetaSecretPrefix+"_TOKEN"] = canaries["meta lit"]
 	url := mcptest.ServeHTTPWithHeaderCheck(t, mcptest.ModeBehave, "X-Api-Key", canaries["header"])
 	opts := workspace(t, map[string]server{
 		"local": stdio("behave", server{
@@ -91,6 +108,7 @@ func TestCanarySweep(t *testing.T) {
 			"env":          map[string]string{"REF_TOKEN": "${env:CANARY_REF}", "LIT_TOKEN": canaries["config lit"]},
 		}),
 		"wire": {"command": wireCmd, "args": wireArgs, "env": wireEnv},
+		"meta": {"command": metaCmd, "args": metaArgs, "env": metaEnv, "envAllowlist": []string{mcptest.MetaSecretPrefix + "_HOST"}},
 		"remote": {"url": url + "?token=" + canaries["query"], "transport": "streamable-http",
 			"headers": map[string]string{"X-Api-Key": "${env:CANARY_HEADER}"}},
 		// Refuses the header: its failure must not quote the URL's query
@@ -105,6 +123,12 @@ func TestCanarySweep(t *testing.T) {
 		}
 		return lookup(k)
 	}
+	// A policy whose deny reason quotes the server's arguments, as a
+	// careless one does.
+	opts.PolicyDirs = []string{writePolicy(t, "team.rego", `package voltmcp.tools
+
+deny contains sprintf("denied: %v", [input.server.args]) if input.tool.name == "`+mcptest.ToolMetaPlain+`"
+`)}
 	var logs lockedBuffer
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
@@ -138,7 +162,9 @@ func TestCanarySweep(t *testing.T) {
 			// neighbouring bytes).
 			b64 := base64.StdEncoding.EncodeToString([]byte("user:" + c))
 			for _, form := range []string{c, neturl.QueryEscape(c), neturl.PathEscape(c), b64[8 : len(b64)-4],
-				base64.RawStdEncoding.EncodeToString([]byte(c)), base64.RawURLEncoding.EncodeToString([]byte(c))} {
+				base64.RawStdEncoding.EncodeToString([]byte(c)), base64.RawURLEncoding.EncodeToString([]byte(c)),
+				hex.EncodeToString([]byte(c)), strings.ToUpper(hex.EncodeToString([]byte(c))),
+				base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(c))} {
 				if strings.Contains(s, form) {
 					t.Errorf("the %s canary is in %s (as %q): %.400s", name, what, form, s)
 				}
@@ -259,6 +285,12 @@ func TestCanarySweep(t *testing.T) {
 	} {
 		checkResult("read of a resource URI with a literal secret", gw(t, e, GatewayInput{Action: "read_resource", Server: "local", ResourceURI: uri}), "config lit")
 	}
+	// The server that writes its secrets into its metadata: every
+	// action that shows some of it, and a call its deny reason refuses.
+	if err := e.Connect(ctx, "meta"); err != nil {
+		t.Errorf("connect meta: %v", err)
+	}
+	checkMeta(t, e, check, checkResult)
 	checkResult("status", gw(t, e, GatewayInput{Action: "status"}))
 	checkResult("list_servers", gw(t, e, GatewayInput{Action: "list_servers"}))
 	checkResult("search", gw(t, e, GatewayInput{Action: "search", Query: "echo text"}))
@@ -315,4 +347,55 @@ func TestCanarySweep(t *testing.T) {
 		}
 	}
 	t.Logf("%d items checked, %d files", len(seen), len(files))
+}
+
+// checkMeta sweeps what the engine shows of the server "meta" of
+// TestCanarySweep (mcptest.ModeSecretMeta, whose every metadata field
+// carries its secrets), with its actions and in its metadata, and checks
+// that what holds no secret is still there: the items whose texts held
+// one are kept scrubbed, those whose names held one are dropped, and the
+// policy's reason is given, scrubbed.
+func checkMeta(t *testing.T, e *Engine, check func(string, any, ...string), checkResult func(string, GatewayResult, ...string)) {
+	t.Helper()
+	for _, in := range []GatewayInput{
+		{Action: "search", Query: "echo"},
+		{Action: "search", Query: "meta"},
+		{Action: "search", Query: "leak"},
+		{Action: "describe", Server: "meta", Tool: mcptest.ToolMetaEcho},
+		{Action: "describe", Server: "meta", Tool: mcptest.ToolMetaPlain},
+		{Action: "list_resources", Server: "meta"},
+		{Action: "list_prompts", Server: "meta"},
+		{Action: "call", Server: "meta", Tool: mcptest.ToolMetaEcho},
+		{Action: "list_servers"},
+		{Action: "status", Server: "meta"},
+	} {
+		checkResult("meta "+in.Action+" "+in.Tool+in.Query, gw(t, e, in))
+	}
+	r := gw(t, e, GatewayInput{Action: "call", Server: "meta", Tool: mcptest.ToolMetaPlain})
+	if !r.IsError || !strings.Contains(r.Text, "denied: ") || !strings.Contains(r.Text, "--api-key") {
+		t.Errorf("the call was not refused with the policy's reason: %.400s", r.Text)
+	}
+	checkResult("meta call refused by a reason that quotes the arguments", r)
+	m, err := e.Metadata("meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("meta metadata", m)
+	var tools []string
+	for _, tl := range m.Tools {
+		tools = append(tools, tl.Name)
+	}
+	if !slices.Contains(tools, mcptest.ToolMetaEcho) || !slices.Contains(tools, mcptest.ToolMetaPlain) || len(tools) != 2 {
+		t.Errorf("tools %q, want %s and %s (the one named with a secret dropped)", tools, mcptest.ToolMetaEcho, mcptest.ToolMetaPlain)
+	}
+	if len(m.Resources) != 1 || m.Resources[0].URI != mcptest.MetaResource || len(m.ResourceTemplates) != 1 ||
+		len(m.Prompts) != 1 || m.Prompts[0].Name != mcptest.MetaPrompt {
+		t.Errorf("resources %+v, templates %+v, prompts %+v: want the ones without a secret in their names", m.Resources, m.ResourceTemplates, m.Prompts)
+	}
+	if !strings.Contains(string(m.Tools[0].InputSchema)+string(m.Tools[1].InputSchema), transport.ScrubMarker) {
+		t.Errorf("the schema of %s shows no trace of scrubbing", mcptest.ToolMetaEcho)
+	}
+	sum, err := e.Server("meta")
+	check("meta summary", sum)
+	check("meta summary error", err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/engine/internal/bound"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
@@ -110,11 +111,14 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 		caps = init.Capabilities
 		// What the server says of itself is untrusted text like its
 		// tools' metadata: cleaned, and capped like a title.
-		m.ProtocolVersion = output.CleanText(init.ProtocolVersion, serverInfoMaxChars)
+		// Secrets are scrubbed before clipping too, which could leave a
+		// secret's first characters.
+		clean := func(t string, maxChars int) string { return output.CleanText(s.scrub.Text(t), maxChars) }
+		m.ProtocolVersion = clean(init.ProtocolVersion, serverInfoMaxChars)
 		if init.ServerInfo != nil {
-			m.Name = output.CleanText(init.ServerInfo.Name, serverInfoMaxChars)
-			m.Title = output.CleanText(init.ServerInfo.Title, l.MaxTitleChars)
-			m.Version = output.CleanText(init.ServerInfo.Version, serverInfoMaxChars)
+			m.Name = clean(init.ServerInfo.Name, serverInfoMaxChars)
+			m.Title = clean(init.ServerInfo.Title, l.MaxTitleChars)
+			m.Version = clean(init.ServerInfo.Version, serverInfoMaxChars)
 		}
 		m.Capabilities, _ = json.Marshal(caps)
 	}
@@ -136,7 +140,7 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 				tool.TaskSupport = tasks[t.Name]
 				page = append(page, tool)
 			}
-			b.addTools(page)
+			b.addTools(scrubTools(m, page, &s.scrub, true))
 			return r.NextCursor, nil
 		})
 		if err != nil {
@@ -199,9 +203,18 @@ func (s *supervisor) list(ctx context.Context, cs *mcp.ClientSession) (*Metadata
 			return nil, err
 		}
 	}
+	// What a server lists is scrubbed of its secrets as it comes (before
+	// bounding clips a text, which could leave a secret's first
+	// characters) and once bounded (cleaning may join a secret split by
+	// hidden characters): before it is pinned, cached, indexed or shown.
+	scrubMetadata(m, &s.scrub)
+	dropped, cleaned := m.Dropped, m.Cleaned
 	b.finish(m)
+	m.Dropped = append(dropped, m.Dropped...)[:min(len(dropped)+len(m.Dropped), bound.MaxListedItems)]
+	m.Cleaned = append(cleaned, m.Cleaned...)[:min(len(cleaned)+len(m.Cleaned), bound.MaxListedItems)]
 	m.Notes = append(m.Notes, limitNotes...)
 	m.Limits = limitsKey(l)
+	scrubMetadata(m, &s.scrub)
 	return m, nil
 }
 

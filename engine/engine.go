@@ -144,9 +144,10 @@ type Options struct {
 	// (the --policy flag). Zero: none.
 	PolicyDirs []string
 	// Policies, when set, is the policy set to decide with, instead of
-	// one loaded from the config and PolicyDirs. Zero: loaded by
+	// one loaded from the config and PolicyDirs; its reasons are as its
+	// loader's [policies.Options.Scrub] left them. Zero: loaded by
 	// [LoadPolicies] in the background when the config is loaded (at New
-	// and at each reload).
+	// and at each reload), with a scrubber of the config's secrets.
 	Policies *policies.Policies
 	// PluginCacheDir holds wazero's compilation cache, so only the first
 	// run after an install compiles a plugin. Zero:

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -12,22 +13,101 @@ import (
 // childEnv builds the environment of a stdio server (see
 // [transport.ChildEnv]): the baseline, the allowlisted host variables,
 // then the explicit env entries with their ${env:NAME} references
-// resolved. It also returns the values the caller scrubs from every
-// error it reports: the allowlisted ones, those read from the host and
-// literal ones that look like credentials.
-func childEnv(srv cue.Server, lookup func(string) (string, bool)) (env []string, secrets []string, err error) {
+// resolved. The secrets among them are [serverSecrets]'s, which the
+// server's scrubber knows from the start.
+func childEnv(srv cue.Server, lookup func(string) (string, bool)) ([]string, error) {
 	vars := make([]transport.Var, 0, len(srv.Env))
 	for name, raw := range srv.Env {
 		v, err := cue.ExpandEnv(raw, lookup)
 		if err != nil {
-			return nil, nil, fmt.Errorf("env %s: %w", name, err)
+			return nil, fmt.Errorf("env %s: %w", name, err)
 		}
-		// A value from the host is a secret; a literal one is when lint
-		// would call it one (a secret name or a credential's shape).
-		vars = append(vars, transport.Var{Name: name, Value: v, Secret: cue.HasEnvRef(raw) || redact.IsLiteralSecret(name, raw)})
+		vars = append(vars, transport.Var{Name: name, Value: v})
 	}
-	env, secrets = transport.ChildEnv(srv.EnvAllowlist, vars, lookup)
-	return env, secrets, nil
+	return transport.ChildEnv(srv.EnvAllowlist, vars, lookup), nil
+}
+
+// serverSecrets returns the secret values srv's definition resolves to
+// through lookup, each as the server receives it: the values of its env
+// entries that come from the host or that lint would call a credential,
+// the host variables its envAllowlist passes, the literal credentials of
+// its arguments and URL (--api-key V, --token=V, a secret query
+// parameter, Authorization: Bearer V, a password), arguments and URL
+// queries built from ${env:NAME}, header values from the host or shaped
+// like a credential, and its auth token or client secret. A reference
+// that lookup does not resolve contributes nothing (the server cannot
+// start then). The engine seeds a server's scrubber with them when it
+// makes the server's supervisor, before anything of the server is shown
+// or stored, and the guard's scrubber with those of every server (see
+// [configScrubber]).
+func serverSecrets(srv cue.Server, lookup func(string) (string, bool)) []string {
+	var out []string
+	expand := func(raw string) (string, bool) {
+		v, err := cue.ExpandEnv(raw, lookup)
+		return v, err == nil
+	}
+	for _, m := range []map[string]string{srv.Env, srv.Headers} {
+		for name, raw := range m {
+			if v, ok := expand(raw); ok && (cue.HasEnvRef(raw) || redact.IsLiteralSecret(name, raw)) {
+				out = append(out, v)
+			}
+		}
+	}
+	for name, raw := range srv.Headers {
+		// The token of "Authorization: Bearer V" on its own too.
+		if v, ok := expand(raw); ok {
+			out = append(out, redact.ArgSecrets([]string{name + ": " + v})...)
+		}
+	}
+	for _, name := range srv.EnvAllowlist {
+		if v, ok := lookup(name); ok {
+			out = append(out, v)
+		}
+	}
+	args := make([]string, len(srv.Args))
+	for i, raw := range srv.Args {
+		args[i] = raw
+		if v, ok := expand(raw); ok {
+			args[i] = v
+			if cue.HasEnvRef(raw) {
+				out = append(out, v)
+			}
+		}
+	}
+	out = append(out, redact.ArgSecrets(srv.Args)...)
+	out = append(out, redact.ArgSecrets(args)...)
+	if srv.URL != "" {
+		if u, ok := expand(srv.URL); ok {
+			out = append(out, redact.ArgSecrets([]string{u})...)
+			if p, err := url.Parse(u); err == nil && p.RawQuery != "" && cue.HasEnvRef(srv.URL) {
+				out = append(out, p.RawQuery)
+			}
+		}
+	}
+	if a := srv.Auth; a != nil {
+		for _, raw := range []string{a.Token, a.ClientSecret} {
+			if v, ok := expand(raw); ok && v != "" {
+				out = append(out, v)
+			}
+		}
+		if a.Type == "env" && a.Variable != "" {
+			if v, ok := lookup(a.Variable); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// configScrubber returns a scrubber of the secret values of every
+// server of servers (see [serverSecrets]): the guard's, for what the
+// policies and plugins say.
+func configScrubber(servers []cue.Server, lookup func(string) (string, bool)) *redact.Scrubber {
+	var values []string
+	for _, s := range servers {
+		values = append(values, serverSecrets(s, lookup)...)
+	}
+	return redact.NewScrubber(transport.ScrubMarker, values...)
 }
 
 // ResolveCommand finds the program a stdio server runs, as the gateway
@@ -48,7 +128,7 @@ func ResolveCommand(srv cue.Server, lookup func(string) (string, bool)) (string,
 	if p, ok := srv.Env["PATH"]; ok {
 		locate.Env = map[string]string{"PATH": p}
 	}
-	env, _, err := childEnv(locate, lookup)
+	env, err := childEnv(locate, lookup)
 	if err != nil {
 		return "", err
 	}

@@ -271,7 +271,12 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 			if inline != c.Text {
 				sh.changed = true
 			}
-			sh.notes = append(sh.notes, out.Notes...)
+			// A shaper sees only the output, the server's data, which it
+			// may rewrite; what it says of its work is a plugin's own text
+			// and passes the scrubber.
+			for _, n := range out.Notes {
+				sh.notes = append(sh.notes, g.secrets.Text(n))
+			}
 		}
 	}
 	if !c.Truncated {

@@ -72,6 +72,11 @@ type guard struct {
 	riskMu sync.Mutex
 	risks  map[string]riskEntry
 
+	// secrets knows the secret values of every server of cfg (see
+	// configScrubber): every reason the policies give and every risk
+	// reason a classifier gives is scrubbed with it.
+	secrets *redact.Scrubber
+
 	// trustHints holds the servers whose config trusts their tool hints
 	// (trustToolHints, honoured from user layers only): the one place
 	// that lets a server's annotations lower the risk of its tools.
@@ -103,6 +108,7 @@ const maxDecisions = 1 << 16
 func newGuard(e *Engine, cfg *cue.Config) *guard {
 	g := &guard{e: e, cfg: cfg, gen: e.guards.Add(1), decs: map[decKey]ToolDecision{}, risks: map[string]riskEntry{}, riskRetry: map[string]time.Time{}}
 	g.custom = len(e.opts.PolicyDirs) > 0 || len(cfg.Policies) > 0
+	g.secrets = configScrubber(cfg.Servers, e.lookup)
 	for _, s := range cfg.Servers {
 		if s.TrustToolHints {
 			if g.trustHints == nil {
@@ -298,14 +304,15 @@ func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) 
 		return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
 	}
 	if g.plugErr != nil {
-		r = riskEntry{RiskUnknown, "classifier unavailable: " + g.plugErr.Error()}
+		r = riskEntry{RiskUnknown, g.secrets.Text("classifier unavailable: " + g.plugErr.Error())}
 	} else {
 		// Annotations are the server's own claim about itself: unless the
 		// server's config trusts them, they may raise a tool's risk but
 		// never lower it, and the risk reason says what they claimed.
 		c := chain.Classify(ctx, wasm.ClassifyInput{Server: server, Tool: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: t.InputSchema, Annotations: t.Annotations, TrustToolHints: g.trustHints[server]})
-		r = riskEntry{Risk(c.Risk), c.Reason}
+		// What a plugin says passes the scrubber like what a server says.
+		r = riskEntry{Risk(c.Risk), g.secrets.Text(c.Reason)}
 		switch r.risk {
 		case RiskRead, RiskWrite, RiskDestructive, RiskUnknown:
 		default:

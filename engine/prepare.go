@@ -11,6 +11,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/policies"
+	"github.com/voltmcp/voltmcp/redact"
 	"github.com/voltmcp/voltmcp/safefile"
 	"github.com/voltmcp/voltmcp/wasm"
 )
@@ -36,7 +37,7 @@ func (g *guard) loadPolicies(ctx context.Context) {
 		g.pol = g.e.opts.Policies
 		return
 	}
-	g.pol, g.polErr = LoadPolicies(ctx, g.e.opts.PolicyDirs, g.cfg.Policies)
+	g.pol, g.polErr = LoadPolicies(ctx, g.e.opts.PolicyDirs, g.cfg.Policies, g.secrets)
 	if g.polErr != nil && ctx.Err() == nil {
 		g.e.log.Error("policies failed to load; every decision denies", "err", g.polErr)
 	}
@@ -123,11 +124,12 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 // as user policies or, from a project layer, as deny-only project
 // policies. A project's policies load from the bytes cue.Load read and
 // project trust hashed (PolicySource.Files), never from the files as they
-// are now. A set that fails to load is returned with the error, and
-// answers every decision by failing closed. `voltmcp vet` checks a
+// are now. Every reason of its decisions is scrubbed of the values scrub
+// knows (nil: none). A set that fails to load is returned with the error,
+// and answers every decision by failing closed. `voltmcp vet` checks a
 // config's policies with it.
-func LoadPolicies(ctx context.Context, dirs []string, srcs []cue.PolicySource) (*policies.Policies, error) {
-	opts := &policies.Options{Dirs: slices.Clone(dirs)}
+func LoadPolicies(ctx context.Context, dirs []string, srcs []cue.PolicySource, scrub *redact.Scrubber) (*policies.Policies, error) {
+	opts := &policies.Options{Dirs: slices.Clone(dirs), Scrub: scrub}
 	for _, p := range srcs {
 		if !p.Layer.IsProject() {
 			opts.Dirs = append(opts.Dirs, p.Path)

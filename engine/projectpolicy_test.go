@@ -43,7 +43,7 @@ func TestProjectPoliciesLoadTheBytesTrustHashed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, "policy", "late.rego"), []byte("package voltmcp.tools\n\ndeny contains \"late rule\" if true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pol, err := LoadPolicies(ctx, nil, res.Config.Policies)
+	pol, err := LoadPolicies(ctx, nil, res.Config.Policies, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestProjectPoliciesLoadTheBytesTrustHashed(t *testing.T) {
 	// A project source whose files were never read fails closed.
 	src := res.Config.Policies[0]
 	src.Files = nil
-	pol, err = LoadPolicies(ctx, nil, []cue.PolicySource{src})
+	pol, err = LoadPolicies(ctx, nil, []cue.PolicySource{src}, nil)
 	if err == nil || !strings.Contains(err.Error(), "not read") {
 		t.Fatalf("unread project policy: %v", err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
-	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Process and connection bounds.
@@ -113,6 +112,10 @@ func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	// The config and the environment are fixed for a supervisor's life
 	// (a reload makes a new one): its limits are worked out once.
 	s.lim, s.limNotes = limits(cfg, e.lookup)
+	// Every secret of the definition is known before anything of the
+	// server is read, shown or stored: its cached metadata below, a
+	// policy's reasons, its first error.
+	s.scrub.Add(serverSecrets(cfg, e.lookup)...)
 	s.callTimeout = ms(cfg.CallTimeoutMs)
 	if env, _ := bound.FromEnv(e.lookup); env.RequestTimeout > 0 && env.RequestTimeout < s.callTimeout {
 		s.callTimeout = env.RequestTimeout
@@ -124,6 +127,7 @@ func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	if meta != nil {
 		l, _ := limits(cfg, e.lookup)
 		reboundCached(meta, cfg.ID, l)
+		scrubMetadata(meta, &s.scrub)
 	}
 	s.meta = meta
 	if err != nil {
@@ -394,21 +398,16 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 
 // stdioTransport prepares the child process of a stdio server.
 func (s *supervisor) stdioTransport() (*transport.Stdio, error) {
-	env, secrets, err := childEnv(s.cfg, s.e.lookup)
+	// The scrubber knows the secrets of the env and the arguments since
+	// newSupervisor (serverSecrets).
+	env, err := childEnv(s.cfg, s.e.lookup)
 	if err != nil {
 		return nil, err
 	}
-	s.scrub.Add(secrets...)
-	// Literal credentials in the arguments (--token V, a URL's query):
-	// a child that echoes its command line must not show them.
-	s.scrub.Add(redact.ArgSecrets(s.cfg.Args)...)
 	args := make([]string, len(s.cfg.Args))
 	for i, a := range s.cfg.Args {
 		if args[i], err = cue.ExpandEnv(a, s.e.lookup); err != nil {
 			return nil, fmt.Errorf("args[%d]: %w", i, err)
-		}
-		if cue.HasEnvRef(a) {
-			s.scrub.Add(args[i])
 		}
 	}
 	path, dir, err := commandPath(s.cfg, s.e.lookup, env)

@@ -1,6 +1,10 @@
 package policies
 
-import "time"
+import (
+	"time"
+
+	"github.com/voltmcp/voltmcp/redact"
+)
 
 // DefaultTimeout is the per-evaluation deadline used when Options.Timeout
 // is zero. It stops a runaway rule, failing closed, and sits far above
@@ -36,6 +40,13 @@ type Options struct {
 	Timeout time.Duration
 	// DisableMemo turns off the decision memo, so every call evaluates.
 	DisableMemo bool
+	// Scrub removes known secret values from every reason a decision
+	// carries, of every area: the messages the rules write (which may
+	// quote the input: a server's arguments, a tool's metadata) and those
+	// of a decision that failed closed (an evaluation error may quote a
+	// value too). The engine passes the scrubber of its configuration's
+	// secret values. Nil removes nothing.
+	Scrub *redact.Scrubber
 }
 
 // File is a policy file given by its content.

@@ -15,6 +15,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // Reason is one reason of a decision: what it says, which rule produced it
@@ -59,7 +61,8 @@ type Policies struct {
 	locs      map[string]map[string]*ast.Location
 	files     map[string]string // area -> the default policy file
 	timeout   time.Duration
-	memo      *memo // nil when disabled
+	memo      *memo            // nil when disabled
+	scrub     *redact.Scrubber // Options.Scrub
 }
 
 // Load parses and compiles the default policies and the files named in
@@ -79,6 +82,7 @@ func load(ctx context.Context, bundle fs.FS, opts *Options) (*Policies, error) {
 		queries: map[string]rego.PreparedEvalQuery{},
 		timeout: opts.timeout(),
 		files:   map[string]string{},
+		scrub:   opts.Scrub,
 	}
 	for _, a := range Areas() {
 		p.files[a] = bundlePrefix + a + ".rego"
@@ -91,6 +95,7 @@ func load(ctx context.Context, bundle fs.FS, opts *Options) (*Policies, error) {
 		err := &loadError{cause}
 		p.err = err
 		p.errReason = errorReason("policies failed to load", cause)
+		p.errReason.Message = p.scrub.Text(p.errReason.Message)
 		p.queries = nil
 		return p, err
 	}
@@ -235,6 +240,7 @@ func (p *Policies) failReason(area string, err error) Reason {
 		return p.errReason
 	}
 	r := errorReason("policy "+area+" failed closed", err)
+	r.Message = p.scrub.Text(r.Message)
 	if r.File == "" {
 		r.File = p.files[area]
 	}
@@ -279,7 +285,7 @@ func (p *Policies) reasons(area string, in []wireReason) ([]Reason, error) {
 		if w.Msg == nil {
 			return nil, errors.New("decision has a reason without msg")
 		}
-		r := Reason{Message: *w.Msg, Rule: w.Rule, File: w.File, Line: w.Line}
+		r := Reason{Message: p.scrub.Text(*w.Msg), Rule: w.Rule, File: w.File, Line: w.Line}
 		if r.File == "" && r.Rule != "" {
 			if loc := p.locs[area][r.Rule]; loc != nil {
 				r.File, r.Line = loc.File, loc.Row

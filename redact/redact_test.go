@@ -1,7 +1,9 @@
 package redact_test
 
 import (
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"net/url"
 	"strings"
 	"testing"
@@ -71,6 +73,10 @@ func TestScrubberForms(t *testing.T) {
 		"basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+v)),
 		"json " + base64.URLEncoding.EncodeToString([]byte(`{"k":"`+v+`"}`)),
 		"raw " + base64.RawStdEncoding.EncodeToString([]byte("ab"+v+"c")),
+		"hex " + hex.EncodeToString([]byte("k="+v)),
+		"HEX " + strings.ToUpper(hex.EncodeToString([]byte(v))),
+		"b32 " + base32.StdEncoding.EncodeToString([]byte(v)),
+		"b32 inside " + base32.StdEncoding.EncodeToString([]byte("abc"+v+"de")),
 	}
 	for _, text := range texts {
 		out := s.Text(text)

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -152,9 +154,14 @@ func (w *lazyWriter) result() string {
 //     alignments; for each, the form is the run of characters whose six
 //     bits all come from v. The up to two characters at either end that
 //     mix v's bits with its neighbours' are left: they carry at most ten
-//     bits of v's first and last bytes, never the rest.
+//     bits of v's first and last bytes, never the rest;
+//   - v hex-encoded, in lower and upper case, which also finds it inside
+//     a longer hex string (hex is byte-aligned);
+//   - v base32-encoded (RFC 4648, padded and raw), on its own and, in the
+//     way of base64, inside a longer base32 string at each of its five
+//     alignments.
 //
-// What is not covered: other encodings (hex, base32, gzip, wrapped MIME
+// What is not covered: other encodings (gzip, base32hex, wrapped MIME
 // base64 with line breaks inside v's run), v split across lines or
 // messages, and case changes.
 func Forms(v string) []string {
@@ -184,18 +191,40 @@ func Forms(v string) []string {
 	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		add(e.EncodeToString([]byte(v)))
 	}
-	for k := range 3 {
-		// v at offset k in a group of three bytes: bits [8k, 8k+8n) of the
-		// stream. Character j holds bits [6j, 6j+6).
-		buf := make([]byte, k+len(v)+2)
+	h := hex.EncodeToString([]byte(v))
+	add(h)
+	add(strings.ToUpper(h))
+	add(base32.StdEncoding.EncodeToString([]byte(v)))
+	add(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(v)))
+	raw64 := []func([]byte) string{base64.RawStdEncoding.EncodeToString, base64.RawURLEncoding.EncodeToString}
+	raw32 := []func([]byte) string{base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString}
+	for _, f := range aligned(v, 3, 6, raw64) {
+		add(f)
+	}
+	for _, f := range aligned(v, 5, 5, raw32) {
+		add(f)
+	}
+	return out
+}
+
+// aligned returns, for an encoding of groups bytes at a time into
+// characters of bits bits each (base64: 3 and 6; base32: 5 and 5), the
+// forms v takes inside a longer encoded byte string at each of its
+// alignments: v at offset k of a group covers bits [8k, 8k+8n) of the
+// stream, character j holds bits [bits*j, bits*j+bits), and the form is
+// the run of characters whose bits all come from v.
+func aligned(v string, groups, bits int, encs []func([]byte) string) []string {
+	var out []string
+	for k := range groups {
+		buf := make([]byte, k+len(v)+groups)
 		copy(buf[k:], v)
-		for _, e := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-			s := e.EncodeToString(buf)
-			first := (8*k + 5) / 6
-			last := (8*(k+len(v)))/6 - 1 // the last character ending at or before v's end
-			if last >= first {
-				add(s[first : last+1])
-			}
+		first := (8*k + bits - 1) / bits
+		last := (8*(k+len(v)))/bits - 1 // the last character ending at or before v's end
+		if last < first {
+			continue
+		}
+		for _, enc := range encs {
+			out = append(out, enc(buf)[first:last+1])
 		}
 	}
 	return out

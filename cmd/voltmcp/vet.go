@@ -186,7 +186,7 @@ func vetPolicies(ctx context.Context, srcs []cue.PolicySource) cue.Diagnostics {
 			srcs[i] = en.src
 			srcs[i].Path = en.path
 		}
-		_, err := engine.LoadPolicies(ctx, nil, srcs)
+		_, err := engine.LoadPolicies(ctx, nil, srcs, nil)
 		return err
 	}
 	all := load(entries)

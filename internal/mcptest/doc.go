@@ -111,6 +111,14 @@
 //     prompts, for describe and the gateway's paged answers. Over HTTP it
 //     answers with JSON bodies ([ServeStreamableOnly]), event streams
 //     ([ServeRawEvents]) or on a legacy SSE stream ([ServeSSEOnly]).
+//   - secret-meta (raw): writes the values of the variables named
+//     [MetaSecretPrefix]…, in each form of [MetaForms], and its arguments
+//     into every field of its metadata (serverInfo, instructions,
+//     capabilities, [ToolMetaEcho]'s title, description, schemas and
+//     annotations, [MetaResource], a template and [MetaPrompt]), and
+//     lists a tool, a resource, a template and prompts whose identifiers
+//     hold the first value ([MetaLeakPrefix]); [ToolMetaPlain] carries
+//     none. Every call answers "ok".
 //   - flood-notify (raw): a tool [ToolFlood] that, before it answers,
 //     sends count (default [FloodNotifications], 10,000; at most
 //     1,000,000) notifications/message and as many notifications/progress,

@@ -462,3 +462,75 @@ func TestEndlessLine(t *testing.T) {
 		t.Errorf("child: %v", err)
 	}
 }
+
+// TestSecretMeta: mode secret-meta writes the value of its
+// META_SECRET… variable in every form into every field of its metadata,
+// and lists items named with it.
+func TestSecretMeta(t *testing.T) {
+	const secret = "canaryMT4b8e2d6f01"
+	cs, _ := connectStdio(t, mcptest.ModeSecretMeta, nil, mcptest.MetaSecretPrefix+"_X="+secret)
+	ctx := testwait.Context(t)
+	carries := func(what string, v any) {
+		t.Helper()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s string
+		// A field's text, decoded from the JSON it came in.
+		if err := json.Unmarshal(b, &s); err != nil {
+			s = string(b)
+		}
+		for _, f := range mcptest.MetaForms(secret) {
+			if !strings.Contains(s, f) {
+				t.Errorf("%s does not carry %q: %.300s", what, f, s)
+			}
+		}
+	}
+	init := cs.InitializeResult()
+	carries("serverInfo name", init.ServerInfo.Name)
+	carries("serverInfo title", init.ServerInfo.Title)
+	carries("serverInfo version", init.ServerInfo.Version)
+	carries("instructions", init.Instructions)
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == mcptest.ToolMetaEcho {
+			carries("tool title", tl.Title)
+			carries("tool description", tl.Description)
+			in, _ := json.Marshal(tl.InputSchema)
+			if !strings.Contains(string(in), "k_"+secret) {
+				t.Errorf("no property named with the value: %s", in)
+			}
+			carries("input schema", tl.InputSchema)
+			carries("output schema", tl.OutputSchema)
+			carries("annotations title", tl.Annotations.Title)
+		}
+	}
+	if want := []string{mcptest.ToolMetaEcho, mcptest.ToolMetaPlain, mcptest.MetaLeakPrefix + secret}; !slices.Equal(names, want) {
+		t.Errorf("tools %q, want %q", names, want)
+	}
+	rs, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rs.Resources) != 2 {
+		t.Fatalf("resources: %v %+v", err, rs)
+	}
+	carries("resource description", rs.Resources[0].Description)
+	if !strings.Contains(rs.Resources[1].URI, secret) {
+		t.Errorf("no resource URI with the value: %+v", rs.Resources[1])
+	}
+	ts, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(ts.ResourceTemplates) != 2 {
+		t.Fatalf("templates: %v %+v", err, ts)
+	}
+	carries("template description", ts.ResourceTemplates[0].Description)
+	ps, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(ps.Prompts) != 3 {
+		t.Fatalf("prompts: %v %+v", err, ps)
+	}
+	carries("prompt description", ps.Prompts[0].Description)
+	carries("prompt argument description", ps.Prompts[0].Arguments[0].Description)
+}

@@ -14,7 +14,7 @@ import (
 
 // This file is a small JSON-RPC 2.0 server that speaks just enough MCP to
 // misbehave in ways the go-sdk server cannot: modes repeat-cursor,
-// bad-metadata and the raw hostile modes of hostile.go. It answers initialize, ping, tools/list and tools/call,
+// bad-metadata, secret-meta and the raw hostile modes of hostile.go. It answers initialize, ping, tools/list and tools/call,
 // ignores notifications and responses, and rejects every other method
 // (server/discover among them, which sends go-sdk clients back to
 // initialize) with "method not found".
@@ -204,6 +204,9 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 			resp.Result.(map[string]any)["serverInfo"] = wireServerInfo()
 			resp.Result.(map[string]any)["instructions"] = wireServerInfo()["instructions"]
 		}
+		if mode == ModeSecretMeta {
+			resp.Result = metaInitialize(negotiate(p.ProtocolVersion))
+		}
 	case "ping":
 		resp.Result = map[string]any{}
 	case "tools/list":
@@ -216,6 +219,8 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 		n := s.lists
 		s.mu.Unlock()
 		switch mode {
+		case ModeSecretMeta:
+			resp.Result, _ = metaList(msg.Method)
 		case ModeRepeatCursor:
 			resp.Result = map[string]any{
 				"tools":      []any{rawTool(RepeatTool, "Lists itself on every page.", objectSchema())},
@@ -255,6 +260,10 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 		resp.Result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}
 	default:
 		if list, ok := describedList(msg.Method); ok && mode == ModeDescribed {
+			resp.Result = list
+			break
+		}
+		if list, ok := metaList(msg.Method); ok && mode == ModeSecretMeta {
 			resp.Result = list
 			break
 		}

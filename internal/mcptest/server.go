@@ -82,7 +82,7 @@ func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
 		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile,
-		ModeDeepAnswer, ModeHostileWire, ModeDescribed:
+		ModeDeepAnswer, ModeHostileWire, ModeDescribed, ModeSecretMeta:
 		return true
 	}
 	return false

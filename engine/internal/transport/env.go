@@ -22,19 +22,14 @@ func baselineEnv() []string {
 // config's env), its value resolved.
 type Var struct {
 	Name, Value string
-	// Secret marks a value to scrub from what the engine shows: one read
-	// from the host, or a literal one that looks like a credential.
-	Secret bool
 }
 
 // ChildEnv builds the environment of a stdio server, sorted by name:
 // the baseline host variables (PATH, HOME, the locale and the like), the
 // allowlisted host variables, then the explicit ones, each later one
-// taking a name's place. lookup reads the host's environment. It also
-// returns the values to scrub from every error the caller reports: those
-// of the allowlisted variables present and of the explicit ones marked
-// Secret.
-func ChildEnv(allowlist []string, explicit []Var, lookup func(string) (string, bool)) (env, secrets []string) {
+// taking a name's place. lookup reads the host's environment. Which of
+// the values are secret is the engine's to say (its serverSecrets).
+func ChildEnv(allowlist []string, explicit []Var, lookup func(string) (string, bool)) (env []string) {
 	vars := map[string]string{}
 	for _, name := range baselineEnv() {
 		if v, ok := lookup(name); ok {
@@ -44,14 +39,10 @@ func ChildEnv(allowlist []string, explicit []Var, lookup func(string) (string, b
 	for _, name := range allowlist {
 		if v, ok := lookup(name); ok {
 			vars[name] = v
-			secrets = append(secrets, v)
 		}
 	}
 	for _, v := range explicit {
 		vars[v.Name] = v.Value
-		if v.Secret {
-			secrets = append(secrets, v.Value)
-		}
 	}
 	names := make([]string, 0, len(vars))
 	for k := range vars {
@@ -61,5 +52,5 @@ func ChildEnv(allowlist []string, explicit []Var, lookup func(string) (string, b
 	for _, k := range names {
 		env = append(env, k+"="+vars[k])
 	}
-	return env, secrets
+	return env
 }

@@ -141,11 +141,11 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 			return nil, ErrNeedsGrant
 		}
 		s.scrub.Add(tok.AccessToken, tok.RefreshToken)
-		if life := time.Until(tok.Expiry); !tok.Expiry.IsZero() && life < 2*RefreshMargin && !t.short {
-			t.short = true
-			s.log.Warn("oauth server issues short-lived tokens; each is refreshed halfway through its life",
-				"server", t.file.Server, "lifetime", life.Round(time.Second), "refresh_margin", RefreshMargin)
-		}
+	}
+	if life := time.Until(tok.Expiry); !tok.Expiry.IsZero() && life < 2*RefreshMargin && !t.short {
+		t.short = true
+		s.log.Warn("oauth server issues short-lived tokens; each is refreshed halfway through its life",
+			"server", t.file.Server, "lifetime", life.Round(time.Second), "refresh_margin", RefreshMargin)
 	}
 	f := t.file
 	f.Token, f.SavedAt = tok, time.Now().UTC()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,5 +62,52 @@ func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
 	}
 	if s := f.Leaked(log.String()); s != "" {
 		t.Errorf("log shows %s", s)
+	}
+}
+
+// TestOAuthShortLivedTokenRefreshedOnce makes 50 concurrent calls through
+// one gateway to a server whose tokens live 30 s, half the refresh
+// margin: the token the authorization gave serves them all, or one
+// refresh does, rather than a refresh per call, one at a time; the log
+// says the server's tokens are short-lived.
+func TestOAuthShortLivedTokenRefreshedOnce(t *testing.T) {
+	f := oauthtest.New(t, &oauthtest.Options{TTL: 30 * time.Second})
+	var log bytes.Buffer
+	opts := oauthWorkspace(t, f.MCPURL, &log)
+	var authorizations atomic.Int32
+	opts.Authorize = headless(t, &authorizations)
+	ctx := testwait.Context(t)
+	e := start(t, opts)
+	if err := e.Connect(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	before := f.Refreshes.Load()
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for range 50 {
+		wg.Go(func() {
+			if _, err := e.callUngated(ctx, "o", "echo", map[string]any{"text": "hi"}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// None, or one if the calls outlasted half the token's life, which a
+	// loaded machine may make them do; never one per call.
+	if n := f.Refreshes.Load() - before; n > 1 || authorizations.Load() != 1 {
+		t.Fatalf("%d refreshes and %d authorizations for 50 calls; want at most one refresh", n, authorizations.Load())
+	}
+	if f.Reuses.Load() != 0 {
+		t.Fatalf("a refresh token was presented twice")
+	}
+	if s := f.Leaked(log.String()); s != "" {
+		t.Fatalf("log shows %s", s)
+	}
+	if !strings.Contains(log.String(), "short-lived tokens") {
+		t.Fatalf("the log does not say the tokens are short-lived:\n%s", log.String())
 	}
 }

@@ -26,7 +26,9 @@ deny contains "no add" if input.tool.name == "add"
 deny contains "never" if count([x | some x in numbers.range(1, 200000)]) < 0
 `)
 	load := func(timeout time.Duration) *policies.Policies {
-		p, err := policies.Load(context.Background(), &policies.Options{Dirs: []string{dir}, Timeout: timeout})
+		// The work takes more than the default memory budget: only the
+		// deadline is to stop it here.
+		p, err := policies.Load(context.Background(), &policies.Options{Dirs: []string{dir}, Timeout: timeout, MemoryBudget: 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +110,9 @@ func TestRedactFailureIsNotKept(t *testing.T) {
 		"# Tens of milliseconds of work, so the short deadline below is missed for sure.\n"+
 		"secret_pattern contains `\\bACME-[0-9]{6}\\b` if count([x | some x in numbers.range(1, 200000)]) >= 0\n")
 	load := func(timeout time.Duration) *policies.Policies {
-		p, err := policies.Load(context.Background(), &policies.Options{Dirs: []string{dir}, Timeout: timeout})
+		// The work takes more than the default memory budget: only the
+		// deadline is to stop it here.
+		p, err := policies.Load(context.Background(), &policies.Options{Dirs: []string{dir}, Timeout: timeout, MemoryBudget: 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}

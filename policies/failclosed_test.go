@@ -298,7 +298,9 @@ func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
 func TestFailedDecisionIsNotMemoized(t *testing.T) {
 	t.Parallel()
 	dir, _ := writePolicy(t, "team.rego", "package voltmcp.tools\n\n# Work that never denies, slow enough to miss a millisecond.\ndeny contains \"never\" if count([x | some x in numbers.range(1, 200000)]) < 0\n")
-	p, err := Load(context.Background(), &Options{Dirs: []string{dir}, Timeout: time.Minute})
+	// The work takes more than the default memory budget: the budget is
+	// raised so that only the deadline can stop it.
+	p, err := Load(context.Background(), &Options{Dirs: []string{dir}, Timeout: time.Minute, MemoryBudget: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}

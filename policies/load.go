@@ -392,7 +392,7 @@ func compile(srcs []source, caps *ast.Capabilities) (*ast.Compiler, error) {
 	for _, s := range srcs {
 		mods[s.name] = s.module
 	}
-	c := ast.NewCompiler().WithCapabilities(caps).WithEnablePrintStatements(false)
+	c := newCompiler(caps).WithEnablePrintStatements(false)
 	c.Compile(mods)
 	if c.Failed() {
 		return nil, c.Errors
@@ -402,10 +402,11 @@ func compile(srcs []source, caps *ast.Capabilities) (*ast.Compiler, error) {
 
 // prepare prepares the decision query of one area.
 func prepare(ctx context.Context, c *ast.Compiler, caps *ast.Capabilities, area string) (rego.PreparedEvalQuery, error) {
-	return rego.New(
-		rego.Query("data.voltmcp."+area+".decision"),
+	opts := append([]func(*rego.Rego){
+		rego.Query("data.voltmcp." + area + ".decision"),
 		rego.Compiler(c),
 		rego.Capabilities(caps),
 		rego.StrictBuiltinErrors(true),
-	).PrepareForEval(ctx)
+	}, sizedFunctions()...)
+	return rego.New(opts...).PrepareForEval(ctx)
 }

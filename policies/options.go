@@ -38,6 +38,10 @@ type Options struct {
 	ProjectFiles []File
 	// Timeout is the deadline of one evaluation. Zero means DefaultTimeout.
 	Timeout time.Duration
+	// MemoryBudget is the most bytes one evaluation may allocate; past
+	// it the evaluation stops and the decision fails closed. Zero means
+	// DefaultMemoryBudget.
+	MemoryBudget int64
 	// DisableMemo turns off the decision memo, so every call evaluates.
 	DisableMemo bool
 	// Scrub removes known secret values from every reason a decision
@@ -65,4 +69,11 @@ func (o *Options) timeout() time.Duration {
 		return DefaultTimeout
 	}
 	return o.Timeout
+}
+
+func (o *Options) memoryBudget() int64 {
+	if o == nil || o.MemoryBudget <= 0 {
+		return DefaultMemoryBudget
+	}
+	return o.MemoryBudget
 }

@@ -61,6 +61,7 @@ type Policies struct {
 	locs      map[string]map[string]*ast.Location
 	files     map[string]string // area -> the default policy file
 	timeout   time.Duration
+	budget    int64            // bytes one evaluation may allocate
 	memo      *memo            // nil when disabled
 	scrub     *redact.Scrubber // Options.Scrub
 }
@@ -81,6 +82,7 @@ func load(ctx context.Context, bundle fs.FS, opts *Options) (*Policies, error) {
 	p := &Policies{
 		queries: map[string]rego.PreparedEvalQuery{},
 		timeout: opts.timeout(),
+		budget:  opts.memoryBudget(),
 		files:   map[string]string{},
 		scrub:   opts.Scrub,
 	}
@@ -157,9 +159,12 @@ func errorReason(prefix string, err error) Reason {
 	r := Reason{Message: prefix + ": " + describe(err)}
 	var ae ast.Errors
 	var te *topdown.Error
+	var be *MemoryBudgetError
 	switch {
 	case errors.As(err, &ae) && len(ae) > 0 && ae[0].Location != nil:
 		r.File, r.Line = ae[0].Location.File, ae[0].Location.Row
+	case errors.As(err, &be) && be.File != "":
+		r.File, r.Line = be.File, be.Line
 	case errors.As(err, &te) && te.Location != nil:
 		r.File, r.Line = te.Location.File, te.Location.Row
 	}
@@ -203,10 +208,22 @@ func (p *Policies) evalRaw(ctx context.Context, area string, input []byte, trace
 	if !ok {
 		return nil, fmt.Errorf("unknown policy area %q", area)
 	}
-	return evalQuery(ctx, q, p.timeout, input, tracer, "data.voltmcp."+area+".decision")
+	return evalQuery(ctx, q, p.limits(), input, tracer, "data.voltmcp."+area+".decision")
 }
 
-func evalQuery(ctx context.Context, q rego.PreparedEvalQuery, timeout time.Duration, input []byte, tracer topdown.QueryTracer, what string) (any, error) {
+// evalLimits are the bounds of one evaluation: its deadline and its
+// memory budget in bytes.
+type evalLimits struct {
+	timeout time.Duration
+	budget  int64
+}
+
+func (p *Policies) limits() evalLimits { return evalLimits{p.timeout, p.budget} }
+
+// evalQuery evaluates q on input within lim: past the deadline or the
+// memory budget (see budget) the evaluation stops and the error says
+// which.
+func evalQuery(ctx context.Context, q rego.PreparedEvalQuery, lim evalLimits, input []byte, tracer topdown.QueryTracer, what string) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s not evaluated: %w", what, err)
 	}
@@ -214,16 +231,20 @@ func evalQuery(ctx context.Context, q rego.PreparedEvalQuery, timeout time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("decode policy input: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, lim.timeout)
 	defer cancel()
-	opts := []rego.EvalOption{rego.EvalParsedInput(v)}
+	b := newBudget(ctx, lim.budget)
+	opts := []rego.EvalOption{rego.EvalParsedInput(v), rego.EvalExternalCancel(b)}
 	if tracer != nil {
 		opts = append(opts, rego.EvalQueryTracer(tracer))
 	}
 	rs, err := q.Eval(ctx, opts...)
+	if berr := b.err(what); berr != nil {
+		return nil, berr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s did not finish within %v: %w", what, timeout, ctx.Err())
+			return nil, fmt.Errorf("%s did not finish within %v: %w", what, lim.timeout, ctx.Err())
 		}
 		return nil, err
 	}

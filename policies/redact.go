@@ -101,7 +101,7 @@ func (p *Policies) redactSpec(ctx context.Context, input []byte) (RedactSpec, er
 // that fail, it is the env names alone.
 func (p *Policies) fallbackSpec(ctx context.Context, input []byte) RedactSpec {
 	if p.fallback != nil {
-		if v, err := evalQuery(ctx, *p.fallback, p.timeout, input, nil, "data.voltmcp.redact.decision"); err == nil {
+		if v, err := evalQuery(ctx, *p.fallback, p.limits(), input, nil, "data.voltmcp.redact.decision"); err == nil {
 			if s, err := decodeRedact(v); err == nil {
 				return s
 			}

@@ -145,7 +145,8 @@ func RunTests(ctx context.Context, opts *TestOptions) (Results, error) {
 			mods[s.name] = s.module
 		}
 		runner := tester.NewRunner().
-			SetCompiler(ast.NewCompiler().WithCapabilities(caps).WithEnablePrintStatements(true)).
+			SetCompiler(newCompiler(caps).WithEnablePrintStatements(true)).
+			AddCustomBuiltins(sizedTestBuiltins()).
 			SetModules(mods).
 			SetTimeout(timeout).
 			RaiseBuiltinErrors(true).

@@ -124,6 +124,11 @@
 //     1,000,000) notifications/message and as many notifications/progress,
 //     the latter with the call's progress token or, when it has none,
 //     [FloodProgressToken], which the client never sent.
+//   - flood-requests (raw): a tool [ToolFloodRequests] that, before it
+//     answers, sends count (default [FloodRequests], 300) requests to the
+//     client, cycling through [FloodRequestMethods] (sampling,
+//     elicitation, roots), each padded to about bytes (default
+//     [FloodRequestBytes], 4 MiB), without reading their answers.
 //   - flood-result (SDK): a tool [ToolFloodResult] answering 50 MiB of
 //     text in one message, over the go-sdk's default 16 MiB cap.
 //   - media (SDK): behave plus [ToolMedia], which answers with images,

@@ -29,6 +29,7 @@ const (
 	ModeHugeResource       = "huge-resource"
 	ModeEndlessLine        = "endless-line"
 	ModeHintsFile          = "hints-file"
+	ModeFloodRequests      = "flood-requests"
 )
 
 // Mode huge-metadata.
@@ -278,6 +279,10 @@ func hostileList(mode, cursor string, n int) (map[string]any, error) {
 	case ModeHostileWire:
 		return map[string]any{"tools": []any{rawTool(ToolWireFail, "Fails with a hostile JSON-RPC error.", objectSchema()),
 			rawTool(ToolWireStructured, "Answers clean text with hostile structured content.", objectSchema())}}, nil
+	case ModeFloodRequests:
+		return map[string]any{"tools": []any{rawTool(ToolFloodRequests, "Sends count requests of size bytes to the client, then answers.", map[string]any{
+			"type": "object", "properties": map[string]any{"count": map[string]any{"type": "integer"}, "bytes": map[string]any{"type": "integer"}},
+		})}}, nil
 	case ModeFloodNotify:
 		return map[string]any{"tools": []any{rawTool(ToolFlood, "Sends count log messages and count progress notifications, then answers.", map[string]any{
 			"type": "object", "properties": map[string]any{"count": map[string]any{"type": "integer"}},
@@ -334,6 +339,65 @@ func floodNotify(params json.RawMessage, send func(any) error) any {
 		}
 	}
 	return map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("sent %d notifications of each kind", count)}}}
+}
+
+// Mode flood-requests.
+const (
+	// ToolFloodRequests is the tool of mode flood-requests.
+	ToolFloodRequests = "flood_requests"
+	// FloodRequests and FloodRequestBytes are how many server requests a
+	// call of ToolFloodRequests sends, and about how large each is, when
+	// its arguments count and bytes are not set; count may go up to
+	// MaxFloodRequests and bytes up to MaxFloodRequestBytes.
+	FloodRequests        = 300
+	FloodRequestBytes    = 4 << 20
+	MaxFloodRequests     = 100_000
+	MaxFloodRequestBytes = 64 << 20
+)
+
+// FloodRequestMethods are the methods of the requests of mode
+// flood-requests, in the order they cycle through.
+func FloodRequestMethods() []string {
+	return []string{"sampling/createMessage", "elicitation/create", "roots/list"}
+}
+
+// floodRequests sends the server requests of a call of ToolFloodRequests,
+// without waiting for their answers, and returns the call's result.
+func floodRequests(params json.RawMessage, send func(any) error) any {
+	var p struct {
+		Arguments struct {
+			Count *int `json:"count"`
+			Bytes *int `json:"bytes"`
+		} `json:"arguments"`
+	}
+	_ = json.Unmarshal(params, &p)
+	count, size := FloodRequests, FloodRequestBytes
+	if c := p.Arguments.Count; c != nil && *c >= 0 && *c <= MaxFloodRequests {
+		count = *c
+	}
+	if b := p.Arguments.Bytes; b != nil && *b >= 0 && *b <= MaxFloodRequestBytes {
+		size = *b
+	}
+	text := strings.Repeat("s", size)
+	methods := FloodRequestMethods()
+	sent := 0
+	for i := range count {
+		method := methods[i%len(methods)]
+		var params map[string]any
+		switch method {
+		case "sampling/createMessage":
+			params = map[string]any{"maxTokens": 1, "messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": text}}}}
+		case "elicitation/create":
+			params = map[string]any{"message": text, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}}}
+		default:
+			params = map[string]any{"_meta": map[string]any{"padding": text}}
+		}
+		if send(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("flood-%d", i), "method": method, "params": params}) != nil {
+			break
+		}
+		sent++
+	}
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("sent %d requests", sent)}}}
 }
 
 // Mode endless-line.

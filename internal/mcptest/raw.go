@@ -245,6 +245,10 @@ func (s *rawServer) respond(data []byte, send func(any) error) (rawResponse, boo
 			}
 		}
 	case "tools/call":
+		if mode == ModeFloodRequests {
+			resp.Result = floodRequests(msg.Params, send)
+			break
+		}
 		if mode == ModeFloodNotify {
 			resp.Result = floodNotify(msg.Params, send)
 			break

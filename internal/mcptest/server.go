@@ -82,7 +82,7 @@ func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
 		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile,
-		ModeDeepAnswer, ModeHostileWire, ModeDescribed, ModeSecretMeta:
+		ModeDeepAnswer, ModeHostileWire, ModeDescribed, ModeSecretMeta, ModeFloodRequests:
 		return true
 	}
 	return false
@@ -91,7 +91,7 @@ func isRawMode(mode string) bool {
 // isRawHTTPMode reports whether the HTTP helpers serve raw mode mode:
 // those that only answer, never notify.
 func isRawHTTPMode(mode string) bool {
-	return isRawMode(mode) && mode != ModeFloodNotify
+	return isRawMode(mode) && mode != ModeFloodNotify && mode != ModeFloodRequests
 }
 
 // isHTTPMode reports whether the HTTP helpers serve SDK mode mode: they

@@ -70,6 +70,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		lanes: make(chan *reader)}
 	if t.Client {
 		c.pending = map[string]*ownCall{}
+		c.peer = NewPeerRequests(max)
 	}
 	go c.readLoop(max)
 	return c, nil
@@ -112,6 +113,10 @@ type Conn struct {
 	pending map[string]*ownCall
 	ended   error
 	nextID  atomic.Uint64
+
+	// peer bounds the requests the server has in flight to the go-sdk's
+	// client (client connections only; nil otherwise).
+	peer *PeerRequests
 }
 
 // ErrMessageTooLarge means one inbound message exceeded the connection's
@@ -185,6 +190,11 @@ func (c *Conn) read(r *reader) (work func(yield func()), ended bool) {
 				return work, false
 			}
 			continue
+		} else if req := peerRequest(msg); req != nil && c.peer != nil && !c.peer.Admit(req) {
+			if work := c.refuse(req); work != nil {
+				return work, false
+			}
+			continue
 		}
 		select {
 		case c.incoming <- inMsg{msg, err}:
@@ -194,6 +204,22 @@ func (c *Conn) read(r *reader) (work func(yield func()), ended bool) {
 		if err != nil {
 			return nil, true
 		}
+	}
+}
+
+// refuse drops req, a request from the server past its bound
+// (PeerRequests), and returns the work that answers it with an error, or
+// nil when it gets no answer. The work yields before it writes: a server
+// that floods requests may not read the answers.
+func (c *Conn) refuse(req *jsonrpc.Request) func(yield func()) {
+	data, written, ok := c.peer.Refusal(req)
+	if !ok {
+		return nil
+	}
+	return func(yield func()) {
+		defer written()
+		yield()
+		_ = c.WriteLine(data)
 	}
 }
 
@@ -235,6 +261,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	if c.tap != nil {
 		c.tap.Outbound(msg)
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && c.peer != nil {
+		c.peer.Done(r.ID)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {

@@ -21,18 +21,35 @@ const lockTimeout = time.Minute
 // clock of a resource server a little ahead of the gateway's. oauth2's
 // own margin, 10 s, covers little of either; a minute does, and still
 // uses a token of a few minutes (which some providers issue) for most of
-// its life. A token that lives less than the margin is refreshed at each
-// use.
+// its life. A token that lives less than twice the margin is refreshed
+// halfway through its life instead (see [TokenSource]).
 const RefreshMargin = time.Minute
 
-// due reports whether tok must be refreshed before it is sent: it has
-// no access token, or it expires within [RefreshMargin].
-func due(tok *oauth2.Token) bool {
-	return tok == nil || tok.AccessToken == "" || !tok.Expiry.IsZero() && time.Until(tok.Expiry) < RefreshMargin
+// margin returns how long before its expiry tok is refreshed, tok having
+// been obtained (or stored by the process that obtained it) at obtained:
+// [RefreshMargin], or half its lifetime when that is shorter, so that a
+// token the server issues for less than the margin is used for half its
+// life rather than refreshed again at every use.
+func margin(tok *oauth2.Token, obtained time.Time) time.Duration {
+	if life := tok.Expiry.Sub(obtained); life > 0 && life/2 < RefreshMargin {
+		return life / 2
+	}
+	return RefreshMargin
+}
+
+// due reports whether tok, obtained at obtained, must be refreshed
+// before it is sent: it has no access token, or it expires within its
+// [margin].
+func due(tok *oauth2.Token, obtained time.Time) bool {
+	return tok == nil || tok.AccessToken == "" || !tok.Expiry.IsZero() && time.Until(tok.Expiry) < margin(tok, obtained)
 }
 
 // TokenSource hands out a server's token, refreshing it [RefreshMargin]
-// before it expires, and stores every new one in its [Store]. After a failed refresh it
+// before it expires (half its lifetime, for a token that lives less
+// than twice that), and stores every new one in its [Store]. Concurrent
+// callers share one refresh: they wait for the one in progress and take
+// its token. A server that issues tokens shorter than the margin is
+// logged once, as such. After a failed refresh it
 // answers [ErrNeedsGrant]: the request goes without a token, and the
 // server's 401 starts a new authorization rather than every request
 // failing.
@@ -60,6 +77,9 @@ type TokenSource struct {
 	at   time.Time     // when tok was obtained or stored
 	last string        // the access token last stored
 	dead bool
+	// short is set once a token shorter than twice RefreshMargin was
+	// logged.
+	short bool
 }
 
 // Dead reports whether a refresh failed: the source answers only
@@ -80,7 +100,7 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 	if t.dead {
 		return nil, ErrNeedsGrant
 	}
-	if !due(t.tok) && t.tok.AccessToken == t.last {
+	if !due(t.tok, t.at) && t.tok.AccessToken == t.last {
 		return t.tok, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
@@ -91,7 +111,7 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 		return nil, err
 	}
 	defer unlock()
-	if due(t.tok) {
+	if due(t.tok, t.at) {
 		// Another gateway may have refreshed while this one waited: its
 		// token, newer and for the same URL and client, replaces this one.
 		if tf := s.Read(); tf != nil && tf.SavedAt.After(t.at) && tf.URLHash == t.file.URLHash &&
@@ -100,12 +120,12 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 			t.tok, t.last, t.at = tf.Token, tf.Token.AccessToken, tf.SavedAt
 		}
 	}
-	if !due(t.tok) && t.tok.AccessToken == t.last {
+	if !due(t.tok, t.at) && t.tok.AccessToken == t.last {
 		return t.tok, nil
 	}
 	tok := t.tok
 	switch {
-	case !due(tok):
+	case !due(tok, t.at):
 	case tok.RefreshToken == "" && tok.Valid():
 		// Nothing to refresh it with: it serves until it expires.
 		if tok.AccessToken == t.last {
@@ -121,6 +141,11 @@ func (t *TokenSource) Token() (*oauth2.Token, error) {
 			return nil, ErrNeedsGrant
 		}
 		s.scrub.Add(tok.AccessToken, tok.RefreshToken)
+	}
+	if life := time.Until(tok.Expiry); !tok.Expiry.IsZero() && life < 2*RefreshMargin && !t.short {
+		t.short = true
+		s.log.Warn("oauth server issues short-lived tokens; each is refreshed halfway through its life",
+			"server", t.file.Server, "lifetime", life.Round(time.Second), "refresh_margin", RefreshMargin)
 	}
 	f := t.file
 	f.Token, f.SavedAt = tok, time.Now().UTC()

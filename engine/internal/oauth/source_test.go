@@ -262,3 +262,43 @@ func TestTokenSourceWithoutRefreshTokenServesUntilExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenSourceShortLivedTokensRefreshOnce has many callers ask at
+// once for the token of a server that issues tokens living less than
+// RefreshMargin (30 s, 20 s and 10 s): one refresh serves them all, and
+// the callers after it take the fresh token rather than refreshing it
+// again; the log says the server's tokens are short-lived, once.
+func TestTokenSourceShortLivedTokensRefreshOnce(t *testing.T) {
+	for _, ttl := range []int{30, 20, 10} {
+		t.Run(fmt.Sprint(ttl, "s"), func(t *testing.T) {
+			as := newRotatingAS(t, ttl)
+			s, log, _ := newTestStore(t)
+			if err := s.Save(expiredFile(as)); err != nil {
+				t.Fatal(err)
+			}
+			ts := s.Load(testURL, http.DefaultClient, "client-1", "", &oauthguard.Policy{})
+			var wg sync.WaitGroup
+			errs := make(chan error, 50)
+			for range 50 {
+				wg.Go(func() {
+					if tok, err := ts.Token(); err != nil || tok.AccessToken == "" {
+						errs <- fmt.Errorf("Token = %v, %v", tok, err)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			// One refresh; a second only if the callers outlasted half the
+			// token's life, which a loaded machine may make them do.
+			if n := as.refreshes.Load(); n < 1 || n > 2 || as.revokes.Load() != 0 {
+				t.Fatalf("%d refreshes, %d revokes for 50 callers; want one refresh shared", n, as.revokes.Load())
+			}
+			if n := strings.Count(log.String(), "short-lived tokens"); n != 1 {
+				t.Fatalf("the log says %d times that the tokens are short-lived; want once:\n%s", n, log.String())
+			}
+		})
+	}
+}

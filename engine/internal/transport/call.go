@@ -35,7 +35,15 @@ type Caller struct {
 	Max      int    // the bound of one message, in bytes
 	TooLarge error  // the error of a message past Max
 	nextID   atomic.Uint64
+	// replying counts the answers to server requests being posted; past
+	// maxReplying a request gets no answer (see reply).
+	replying atomic.Int32
 }
+
+// maxReplying is how many answers to a server's requests a Caller posts
+// at once: a server that floods requests on a call's stream gets no
+// answer past it, rather than a goroutine each.
+const maxReplying = 16
 
 // Made reports how many calls h has made.
 func (h *Caller) Made() uint64 { return h.nextID.Load() }
@@ -273,13 +281,23 @@ func (h *Caller) reply(ctx context.Context, req *jsonrpc.Request) {
 	default:
 		resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
 	}
+	if id, ok := req.ID.Raw().(string); ok && len(id) > 256 {
+		return // an id too long to echo: the request was read and dropped
+	}
 	data, err := jsonrpc.EncodeMessage(resp)
 	if err != nil {
 		return
 	}
+	if h.replying.Add(1) > maxReplying {
+		h.replying.Add(-1)
+		return
+	}
 	// On its own goroutine: the server may hold this POST until the
 	// call's stream, which this goroutine reads, moves on.
-	go h.send(ctx, data)
+	go func() {
+		defer h.replying.Add(-1)
+		h.send(ctx, data)
+	}()
 }
 
 // cancelled tells the server the engine gave up on the call id, as the

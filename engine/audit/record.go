@@ -79,6 +79,11 @@ type Record struct {
 	Args map[string]string `json:"args,omitempty"`
 	// Decision is the policy's verdict, when a policy was asked.
 	Decision *Decision `json:"decision,omitempty"`
+	// Reason says why the event ended as it did when the decision's
+	// reasons do not: a call refused before any policy decided (an
+	// unknown server or tool, arguments that are not an object), or one
+	// that failed on the way to the server.
+	Reason string `json:"reason,omitempty"`
 	// Detail carries what a kind needs beyond the fields above. It is
 	// written as JSON, so it reads back as plain maps, slices, strings,
 	// json.Number, booleans and nil.

@@ -119,11 +119,6 @@ func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, t
 		then(here, *bad)
 		return
 	}
-	if d.Allowed && e.auditRefuses(ti.Risk) {
-		d = ToolDecision{Exposed: d.Exposed, Reasons: append(slices.Clone(d.Reasons),
-			fmt.Sprintf("the audit log cannot be written, and a call of risk %s is refused until it can (settings.audit.onFailure)", ti.Risk))}
-		c.d = d
-	}
 	if connErr != nil {
 		then(here, refusal(statusError, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, connErr)))
 		return
@@ -134,6 +129,12 @@ func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, t
 			what = "held for approval"
 		}
 		then(here, refusal(statusDenied, gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; "))))
+		return
+	}
+	if !e.writeAhead(ctx, c) {
+		c.d = ToolDecision{Exposed: d.Exposed, Reasons: append(slices.Clone(d.Reasons),
+			fmt.Sprintf("the audit log cannot be written, and a call of risk %s is refused until it can (settings.audit.onFailure)", ti.Risk))}
+		then(here, refusal(statusDenied, gwError("call to %s.%s refused: %s", s.cfg.ID, t.Name, strings.Join(c.d.Reasons, "; "))))
 		return
 	}
 	e.callToolThen(ctx, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
@@ -223,6 +224,9 @@ type callAudit struct {
 	decided bool
 	ti      ToolInput
 	d       ToolDecision
+	// intent is the seq of the call's intent record, when one was
+	// written (writeAhead).
+	intent int64
 	// output, cacheID and truncated are the answer's, for its hash.
 	output, cacheID string
 	truncated       bool
@@ -255,11 +259,35 @@ func (c *callAudit) write(r GatewayResult) {
 				Args: audit.SummarizeArgs(c.rawArgs)}
 		}
 		finishRecordAt(&rec, status, took, c.output, c.cacheID, c.truncated)
+		rec.Intent = c.intent
 		if reason != "" && (rec.Decision == nil || !slices.Contains(rec.Decision.Reasons, reason)) {
 			rec.Reason = reason
 		}
 		return rec
 	})
+}
+
+// writeAhead writes the intent of an allowed call of risk write,
+// destructive or unknown to the audit log, on the call's path and before
+// anything is sent: such a call is made only once the log holds it, and
+// its record (callAudit) names the intent. It reports false when the
+// call must be refused instead: the intent could not be written, and
+// settings.audit.onFailure is not "allow". A read is not written ahead.
+// The intent is one append of one short line (audit.Log), not synced
+// unless the log syncs every record.
+func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
+	if e.opts.DisableAudit || c.ti.Risk == RiskRead {
+		return true
+	}
+	// Another process's hold on the log's lock may make it wait: this
+	// goroutine's reader, if it is one, goes on first (package turn).
+	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
+		Risk: string(c.ti.Risk), Args: audit.SummarizeArgs(c.rawArgs), Decision: &audit.Decision{Allowed: true}})
+	if err != nil {
+		return e.Config().Settings.Audit.OnFailure == "allow"
+	}
+	c.intent = seq
+	return true
 }
 
 // decideCall finds a tool for a call and decides it. A call may list a

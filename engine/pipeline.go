@@ -93,6 +93,9 @@ func (j *gatewayJob) end(yield func(), r GatewayResult, fault bool) {
 			j.ended()
 		}
 	}()
+	if !fault {
+		r = j.e.withAuditNote(r)
+	}
 	j.deliver(yield, r, fault)
 }
 

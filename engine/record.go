@@ -221,16 +221,21 @@ func (e *Engine) auditState() AuditState {
 // cannot be written.
 const auditFailingNote = "the audit log cannot be written: this call is not audited (voltmcp status says why)"
 
-// auditRefuses reports whether a call of risk r is refused because the
-// audit log cannot be written: while it fails, under
-// settings.audit.onFailure "refuse-risky" (the default), every risk but
-// read. The healthy case costs one atomic load.
-func (e *Engine) auditRefuses(r Risk) bool {
-	if !e.audit.Failing() || r == RiskRead {
-		return false
+// withAuditNote adds, while the audit log cannot be written, the note
+// that says so to r, an answer of the mcp tool: every answer says it,
+// whatever the action, until the log is written again.
+func (e *Engine) withAuditNote(r GatewayResult) GatewayResult {
+	if !e.audit.Failing() || strings.Contains(r.Text, "audit log cannot be written") {
+		return r
 	}
-	return e.Config().Settings.Audit.OnFailure != "allow"
+	r.Text += "\n[" + auditFailingNote + "]"
+	return r
 }
+
+// AuditHealth reports the audit log's health, as the status action
+// does: a command that ends says so when its records could not be
+// written.
+func (e *Engine) AuditHealth() AuditState { return e.auditState() }
 
 // closeAudit writes what is queued and closes the audit log.
 func (e *Engine) closeAudit() {

@@ -274,7 +274,8 @@ func (c *callAudit) write(r GatewayResult) {
 // call must be refused instead: the intent could not be written, and
 // settings.audit.onFailure is not "allow". A read is not written ahead.
 // The intent is one append of one short line (audit.Log), not synced
-// unless the log syncs every record.
+// unless the log syncs every record: the call's record, which names it,
+// holds the rest (the arguments' summary, the decision's input).
 func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	if e.opts.DisableAudit || c.ti.Risk == RiskRead {
 		return true
@@ -282,7 +283,7 @@ func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	// Another process's hold on the log's lock may make it wait: this
 	// goroutine's reader, if it is one, goes on first (package turn).
 	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
-		Risk: string(c.ti.Risk), Args: audit.SummarizeArgs(c.rawArgs), Decision: &audit.Decision{Allowed: true}})
+		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}})
 	if err != nil {
 		return e.Config().Settings.Audit.OnFailure == "allow"
 	}

@@ -21,6 +21,11 @@ const (
 	// reopenEvery is how often a log that did not open is tried again,
 	// at most.
 	reopenEvery = time.Second
+	// holdLock is how long the log keeps its file lock once it takes it
+	// (audit.Options.HoldLock): the appends within that time, a call's
+	// intent and the backlog's records, skip taking and letting go of
+	// it. Another process waits at most this long for the log.
+	holdLock = 5 * time.Millisecond
 )
 
 // Queue feeds one audit log from one goroutine, in the order the records
@@ -166,7 +171,7 @@ func (q *Queue) Open() error {
 			return s
 		}
 	}
-	l, err := audit.Open(q.path, &audit.Options{Redact: redact})
+	l, err := audit.Open(q.path, &audit.Options{Redact: redact, HoldLock: holdLock})
 	if err != nil {
 		q.openErr = err
 		q.failed(0, err, lostGap{})

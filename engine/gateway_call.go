@@ -260,7 +260,8 @@ func (c *callAudit) write(r GatewayResult) {
 		}
 		finishRecordAt(&rec, status, took, c.output, c.cacheID, c.truncated)
 		rec.Intent = c.intent
-		if reason != "" && (rec.Decision == nil || !slices.Contains(rec.Decision.Reasons, reason)) {
+		// A decision's refusal is in its reasons; the rest say why here.
+		if reason != "" && (!c.decided || status != statusDenied) {
 			rec.Reason = reason
 		}
 		return rec

@@ -140,6 +140,9 @@ func (q *Queue) written(g lostGap) {
 	h := &q.health
 	if g.noted > 0 {
 		if err := audit.ForgetLost(context.Background(), q.path, g.noted); err != nil {
+			// Not named again by this process on every append; a later
+			// one may name them twice, which overstates the loss.
+			h.pending.Store(false)
 			q.log.Warn("audit log", "problem", err.Error())
 		}
 	}

@@ -67,8 +67,8 @@ type Record struct {
 	Prompt   string `json:"prompt,omitempty"`
 	// Risk is the risk class: read, write, destructive or unknown.
 	Risk string `json:"risk,omitempty"`
-	// Status is the outcome in the spec's status vocabulary (ok, error,
-	// denied, timeout, cancelled, ...).
+	// Status is the outcome in the spec's status vocabulary; a call's is
+	// completed, failed, denied, invalid or error.
 	Status     string `json:"status,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 	// ResultBytes and ResultSHA256 identify the full result without

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,6 +82,9 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 // server's error, the answer) answers through it.
 func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
 	c := &callAudit{e: e, ctx: ctx, in: in, start: time.Now()}
+	// A call whose work panics is answered with an internal error by
+	// its job, which writes its record first.
+	onFault(ctx, func() { c.write(refusal(statusError, gwError("internal error"))) })
 	e.gwCallRun(ctx, in, c, func(yield func(), r GatewayResult) {
 		c.write(r)
 		then(yield, r)
@@ -230,17 +234,18 @@ type callAudit struct {
 	// output, cacheID and truncated are the answer's, for its hash.
 	output, cacheID string
 	truncated       bool
-	written         bool
+	// written is set by the first write: a call's answer and its
+	// job's fault may both try.
+	written atomic.Bool
 }
 
 // write queues the call's record for r, the call's answer (see
 // Engine.recordLater: on the lean path it is built after the answer is
 // written). It runs once per call: then is called once.
 func (c *callAudit) write(r GatewayResult) {
-	if c.written {
+	if c.written.Swap(true) {
 		return
 	}
-	c.written = true
 	took := time.Since(c.start)
 	status := r.audit
 	if status == "" {

@@ -671,4 +671,16 @@ func TestEveryCodecAnswersAPanicTheSameWay(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Text, "internal error") || strings.Contains(r.Text, canary) {
 		t.Errorf("Gateway, panicking: %+v", r)
 	}
+	// Each call, the ones that panicked too, leaves one record.
+	e.Close()
+	recs := auditRecords(t, opts, audit.Query{Kind: audit.KindCall})
+	errs := 0
+	for _, rec := range recs {
+		if rec.Status == "error" && rec.Reason == "internal error" {
+			errs++
+		}
+	}
+	if len(recs) != 5 || errs != 3 {
+		t.Errorf("%d call records, %d of them internal errors, for 5 calls of which 3 panicked", len(recs), errs)
+	}
 }

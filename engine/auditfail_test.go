@@ -96,12 +96,19 @@ func TestAuditFailureUnderAllow(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			e.Close()
+			// Records lost at once may be named by more than one
+			// audit_gap record (a write that failed while another
+			// resumed the log), but each by one, and none is left in
+			// the note of lost records.
 			gaps, _, err := audit.Read(logPath, audit.Query{Kind: audit.KindAuditGap})
-			if err != nil || len(gaps) != 1 {
+			if err != nil || len(gaps) < 1 {
 				t.Fatalf("audit_gap records: %d %v", len(gaps), err)
 			}
 			if n, _ := gaps[0].Detail["lost"].(float64); n < 1 {
 				t.Errorf("audit_gap: %+v", gaps[0])
+			}
+			if note, err := audit.PendingLost(logPath); err != nil || note.Records != 0 {
+				t.Errorf("the note of lost records after the log resumed: %+v %v", note, err)
 			}
 		})
 	}

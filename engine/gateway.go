@@ -69,6 +69,10 @@ type GatewayResult struct {
 	Text        string
 	IsError     bool
 	Attachments []Attachment
+	// audit is the status the call's audit record gets when this result
+	// answers a call (see callAudit): the answer's status, or why the
+	// call ended before the server answered (statusDenied, ...).
+	audit string
 }
 
 // Search bounds.
@@ -134,18 +138,18 @@ func (e *Engine) needServer(in GatewayInput) (*supervisor, *GatewayResult) {
 // namedServer resolves in.Server, with suggestions when it is unknown.
 func (e *Engine) namedServer(in GatewayInput) (*supervisor, *GatewayResult) {
 	if strings.TrimSpace(in.Server) == "" {
-		r := gwError("missing server: list them with {\"action\":\"list_servers\"}")
+		r := refusal(statusInvalid, gwError("missing server: list them with {\"action\":\"list_servers\"}"))
 		return nil, &r
 	}
 	s, err := e.supervisor(in.Server)
 	if err != nil {
-		r := gwError("%v", err)
+		r := refusal(statusInvalid, gwError("%v", err))
 		return nil, &r
 	}
 	if in.Action != "status" && in.Action != "disconnect" && s.getStatus() == StatusDisabled {
 		// Not with the cached metadata of a server that does not run:
 		// say why it does not, and what turns it on.
-		r := gwError("%v", s.disabledError())
+		r := refusal(statusDenied, gwError("%v", s.disabledError()))
 		return nil, &r
 	}
 	return s, nil
@@ -551,12 +555,14 @@ func (e *Engine) decide(in ToolInput) ToolDecision {
 
 // findTool looks a tool up in a server's metadata, listing the server
 // first when refresh is set and the metadata is missing or stale, and
-// returns it with what decisions about it are made from and the listing
-// it was found in. The error result names the closest tools.
-func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refresh bool) (Tool, ToolInput, listing, *GatewayResult) {
+// returns it with what decisions about it are made from, the decision
+// made on that, and the listing it was found in. The error result names
+// the closest tools; for a tool the decision hides, ti and d are those
+// of the tool.
+func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refresh bool) (Tool, ToolInput, ToolDecision, listing, *GatewayResult) {
 	if strings.TrimSpace(name) == "" {
-		r := gwError("missing tool: find one with {\"action\":\"search\",\"query\":...}")
-		return Tool{}, ToolInput{}, listing{}, &r
+		r := refusal(statusInvalid, gwError("missing tool: find one with {\"action\":\"search\",\"query\":...}"))
+		return Tool{}, ToolInput{}, ToolDecision{}, listing{}, &r
 	}
 	if refresh && s.stale() {
 		if err := s.refreshStale(ctx); err != nil {
@@ -565,25 +571,26 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 				// An authorization's error names the server already.
 				msg = "server " + s.cfg.ID + ": " + msg
 			}
-			r := gwError("%s", msg)
-			return Tool{}, ToolInput{}, listing{}, &r
+			r := refusal(statusError, gwError("%s", msg))
+			return Tool{}, ToolInput{}, ToolDecision{}, listing{}, &r
 		}
 	}
 	l := s.listedOrAwait(ctx, 0)
 	m := l.meta
 	if m == nil {
-		r := s.notListed()
-		return Tool{}, ToolInput{}, l, &r
+		r := refusal(statusError, s.notListed())
+		return Tool{}, ToolInput{}, ToolDecision{}, l, &r
 	}
 	var names []string
 	for _, t := range m.Tools {
 		if t.Name == name {
 			ti := e.toolInput(ctx, s, t)
-			if d := e.decide(ti); !d.Exposed {
-				r := gwError("tool %s of server %s is not available: %s", name, s.cfg.ID, strings.Join(d.Reasons, "; "))
-				return Tool{}, ToolInput{}, l, &r
+			d := e.decide(ti)
+			if !d.Exposed {
+				r := refusal(statusDenied, gwError("tool %s of server %s is not available: %s", name, s.cfg.ID, strings.Join(d.Reasons, "; ")))
+				return Tool{}, ti, d, l, &r
 			}
-			return t, ti, l, nil
+			return t, ti, d, l, nil
 		}
 		names = append(names, t.Name)
 	}
@@ -591,8 +598,8 @@ func (e *Engine) findTool(ctx context.Context, s *supervisor, name string, refre
 	if near := closestN(name, names, 3); len(near) > 0 {
 		msg += "; closest: " + strings.Join(near, ", ")
 	}
-	r := gwError("%s", msg)
-	return Tool{}, ToolInput{}, l, &r
+	r := refusal(statusInvalid, gwError("%s", msg))
+	return Tool{}, ToolInput{}, ToolDecision{}, l, &r
 }
 
 // closestN returns up to n names close to s, nearest first.

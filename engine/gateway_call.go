@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,9 +74,32 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 
 // gwCallThen runs the call action and hands its result to then, once:
 // on this goroutine, or on the server's connection's reader when the
-// call takes the lean path (see supervisor.call).
+// call takes the lean path (see supervisor.call). Every call it is
+// given, refused or not, leaves exactly one call record in the audit
+// log, written by the callAudit that wraps then: whatever ends the call
+// (an unknown server or tool, a hidden or excluded tool, bad arguments,
+// a policy that denied, failed or timed out, a hold, the audit log, the
+// server's error, the answer) answers through it.
 func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
+	c := &callAudit{e: e, ctx: ctx, in: in, start: time.Now()}
+	// A call whose work panics is answered with an internal error by
+	// its job, which writes its record first.
+	onFault(ctx, func() { c.write(refusal(statusError, gwError("internal error"))) })
+	e.gwCallRun(ctx, in, c, func(yield func(), r GatewayResult) {
+		c.write(r)
+		then(yield, r)
+	})
+}
+
+// gwCallRun is gwCallThen's work: it tells c what the call's record
+// holds as the call goes (the decision and its input, the outcome), and
+// hands the result to then.
+func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, then func(yield func(), r GatewayResult)) {
 	here := turn.YieldFunc(ctx)
+	if off := e.TurnedOff(); off != "" {
+		then(here, refusal(statusDenied, gwError("%s", off)))
+		return
+	}
 	s, bad := e.needServer(in)
 	if bad != nil {
 		then(here, *bad)
@@ -83,51 +107,43 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 	}
 	args, rawArgs, err := in.callArguments()
 	if err != nil {
-		then(here, gwError("%v", err))
+		then(here, refusal(statusInvalid, gwError("%v", err)))
 		return
 	}
+	c.rawArgs = rawArgs
+	// The call's audit detail is the same for every call of this tool
+	// under this guard (its redaction) and supervisor (its server's
+	// definition).
+	c.guardKey = strconv.FormatUint(e.guard.Load().gen, 10) + "." + strconv.FormatUint(s.num, 10)
 	t, ti, l, d, connErr, bad := e.decideCall(ctx, s, in.Tool)
+	if ti.Tool.Name != "" {
+		c.decided, c.ti, c.d = true, ti, d
+	}
 	if bad != nil {
 		then(here, *bad)
 		return
 	}
-	if d.Allowed && e.auditRefuses(ti.Risk) {
-		d = ToolDecision{Exposed: d.Exposed, Reasons: append(slices.Clone(d.Reasons),
-			fmt.Sprintf("the audit log cannot be written, and a call of risk %s is refused until it can (settings.audit.onFailure)", ti.Risk))}
-	}
-	// The call's audit detail is the same for every call of this tool
-	// under this guard (its redaction) and supervisor (its server's
-	// definition).
-	guardKey := strconv.FormatUint(e.guard.Load().gen, 10) + "." + strconv.FormatUint(s.num, 10)
-	start := time.Now()
-	// The record is built when it is queued: on the lean path, after the
-	// answer is written.
-	record := func(status, output, cacheID string, truncated bool) {
-		took := time.Since(start)
-		e.recordLater(ctx, func() audit.Record {
-			rec := callRecord(ti, d, rawArgs, guardKey)
-			finishRecordAt(&rec, status, took, output, cacheID, truncated)
-			return rec
-		})
-	}
 	if connErr != nil {
-		record("error", "", "", false)
-		then(here, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, connErr))
+		then(here, refusal(statusError, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, connErr)))
 		return
 	}
 	if !d.Allowed {
-		record("denied", "", "", false)
 		what := "refused"
 		if d.Pending {
 			what = "held for approval"
 		}
-		then(here, gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; ")))
+		then(here, refusal(statusDenied, gwError("call to %s.%s %s: %s", s.cfg.ID, t.Name, what, strings.Join(d.Reasons, "; "))))
+		return
+	}
+	if !e.writeAhead(ctx, c) {
+		c.d = ToolDecision{Exposed: d.Exposed, Reasons: append(slices.Clone(d.Reasons),
+			fmt.Sprintf("the audit log cannot be written, and a call of risk %s is refused until it can (settings.audit.onFailure)", ti.Risk))}
+		then(here, refusal(statusDenied, gwError("call to %s.%s refused: %s", s.cfg.ID, t.Name, strings.Join(c.d.Reasons, "; "))))
 		return
 	}
 	e.callToolThen(ctx, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
 		if err != nil {
-			record("error", "", "", false)
-			then(yield, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err))
+			then(yield, refusal(statusError, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err)))
 			return
 		}
 		out := CallResult{Server: s.cfg.ID, Tool: t.Name, Status: "completed", Risk: ti.Risk}
@@ -165,13 +181,120 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 				out.Notes = append(out.Notes, "structured content left out: it held control, escape or invisible characters (the text content is shown cleaned)")
 			}
 		}
-		cacheID := ""
+		c.output, c.truncated = text, out.Truncation != nil
 		if out.Cache != nil {
-			cacheID = out.Cache.ID
+			c.cacheID = out.Cache.ID
 		}
-		record(out.Status, text, cacheID, out.Truncation != nil)
-		then(yield, GatewayResult{Data: out, Text: callText(out), IsError: res.IsError, Attachments: attach})
+		then(yield, GatewayResult{Data: out, Text: callText(out), IsError: res.IsError, Attachments: attach, audit: out.Status})
 	})
+}
+
+// The statuses of a call record that did not reach the server's answer
+// (completed and failed are the answers').
+const (
+	// statusDenied is a call refused by a decision: the tool is hidden
+	// or excluded, the policy denied, failed or timed out, the call is
+	// held for approval, the server is disabled, voltmcp is turned off,
+	// or the audit log cannot be written.
+	statusDenied = "denied"
+	// statusInvalid is a call that names no server or tool there is, or
+	// whose arguments are not an object.
+	statusInvalid = "invalid"
+	// statusError is a call that could not be made: the server did not
+	// connect or list, or the call failed on the way.
+	statusError = "error"
+)
+
+// refusal marks r, an answer that ends a call before the server's, with
+// the status of the call's record.
+func refusal(status string, r GatewayResult) GatewayResult {
+	r.audit = status
+	return r
+}
+
+// callAudit is the one audit record of one call of the gateway. It is
+// written when the call's answer is handed on (write), whatever the
+// answer is: a refusal before any decision records the server and tool
+// as asked and the refusal's reason; a call that was decided records
+// the decision's input and verdict (callRecord) and its outcome.
+type callAudit struct {
+	e        *Engine
+	ctx      context.Context
+	in       GatewayInput
+	start    time.Time
+	rawArgs  json.RawMessage
+	guardKey string
+	// decided is set once the tool was found and decided: ti and d.
+	decided bool
+	ti      ToolInput
+	d       ToolDecision
+	// intent is the seq of the call's intent record, when one was
+	// written (writeAhead).
+	intent int64
+	// output, cacheID and truncated are the answer's, for its hash.
+	output, cacheID string
+	truncated       bool
+	// written is set by the first write: a call's answer and its
+	// job's fault may both try.
+	written atomic.Bool
+}
+
+// write queues the call's record for r, the call's answer (see
+// Engine.recordLater: on the lean path it is built after the answer is
+// written). It runs once per call: then is called once.
+func (c *callAudit) write(r GatewayResult) {
+	if c.written.Swap(true) {
+		return
+	}
+	took := time.Since(c.start)
+	status := r.audit
+	if status == "" {
+		status = statusError
+	}
+	reason := ""
+	if r.IsError && status != "failed" {
+		reason = strings.TrimPrefix(r.Text, "error: ")
+	}
+	c.e.recordLater(c.ctx, func() audit.Record {
+		var rec audit.Record
+		if c.decided {
+			rec = callRecord(c.ti, c.d, c.rawArgs, c.guardKey)
+		} else {
+			rec = audit.Record{Kind: audit.KindCall, Server: c.in.Server, Tool: c.in.Tool, Surface: string(c.e.opts.Surface),
+				Args: audit.SummarizeArgs(c.rawArgs)}
+		}
+		finishRecordAt(&rec, status, took, c.output, c.cacheID, c.truncated)
+		rec.Intent = c.intent
+		// A decision's refusal is in its reasons; the rest say why here.
+		if reason != "" && (!c.decided || status != statusDenied) {
+			rec.Reason = reason
+		}
+		return rec
+	})
+}
+
+// writeAhead writes the intent of an allowed call of risk write,
+// destructive or unknown to the audit log, on the call's path and before
+// anything is sent: such a call is made only once the log holds it, and
+// its record (callAudit) names the intent. It reports false when the
+// call must be refused instead: the intent could not be written, and
+// settings.audit.onFailure is not "allow". A read is not written ahead.
+// The intent is one append of one short line (audit.Log), not synced
+// unless the log syncs every record: the call's record, which names it,
+// holds the rest (the arguments' summary, the decision's input).
+func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
+	if e.opts.DisableAudit || c.ti.Risk == RiskRead {
+		return true
+	}
+	// Another process's hold on the log's lock may make it wait: this
+	// goroutine's reader, if it is one, goes on first (package turn).
+	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
+		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}})
+	if err != nil {
+		return e.Config().Settings.Audit.OnFailure == "allow"
+	}
+	c.intent = seq
+	return true
 }
 
 // decideCall finds a tool for a call and decides it. A call may list a
@@ -183,19 +306,13 @@ func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yiel
 // anything is sent. A refused call starts nothing. connErr is why
 // connecting failed; the decision returned is then the first one.
 func (e *Engine) decideCall(ctx context.Context, s *supervisor, name string) (t Tool, ti ToolInput, l listing, d ToolDecision, connErr error, bad *GatewayResult) {
-	if t, ti, l, bad = e.findTool(ctx, s, name, true); bad != nil {
-		return
-	}
-	if d = e.decide(ti); !d.Allowed || l.connected {
+	if t, ti, d, l, bad = e.findTool(ctx, s, name, true); bad != nil || !d.Allowed || l.connected {
 		return
 	}
 	if _, connErr = s.ensure(ctx); connErr != nil {
 		return
 	}
-	if t, ti, l, bad = e.findTool(ctx, s, name, false); bad != nil {
-		return
-	}
-	d = e.decide(ti)
+	t, ti, d, l, bad = e.findTool(ctx, s, name, false)
 	return
 }
 

@@ -51,7 +51,7 @@ func (e *Engine) gwDescribe(ctx context.Context, in GatewayInput) GatewayResult 
 	if bad != nil {
 		return *bad
 	}
-	t, _, _, bad := e.findTool(ctx, s, in.Tool, false)
+	t, _, _, _, bad := e.findTool(ctx, s, in.Tool, false)
 	if bad != nil {
 		return *bad
 	}

@@ -156,7 +156,9 @@ func (g *guard) decide(in ToolInput) ToolDecision {
 	// A decision the policies could not make (a load or evaluation
 	// error, a timeout) denies this evaluation only: the next one tries
 	// again, so a deadline missed under load does not stick.
-	if pd.Err == nil {
+	if pd.Err != nil {
+		g.e.recordPolicyError(context.Background(), policies.AreaTools, pd.Err, map[string]any{"server": in.Server.ID, "tool": in.Tool.Name})
+	} else {
 		g.decMu.Lock()
 		if len(g.decs) >= maxDecisions {
 			clear(g.decs)
@@ -224,6 +226,10 @@ func (g *guard) redactor() *policies.Redactor {
 	if g.redFallback == nil {
 		g.e.log.Error("redact policy failed; using the built-in patterns until it answers", "err", err)
 	}
+	// The audit log's writer asks for the redactor: the record goes to
+	// it from another goroutine, which may wait for it. It fails at most
+	// once each redactRetry.
+	go g.e.recordPolicyError(context.Background(), policies.AreaRedact, err, nil)
 	g.redFallback, g.redRetry = red, time.Now().Add(redactRetry)
 	return red
 }

@@ -545,7 +545,9 @@ func TestLeanServePanicIsAnInternalError(t *testing.T) {
 // while their audit records wait for the log's lock (another process
 // holds it): the backlog's timer waits, and a call that finds the
 // backlog full and writes it hands the reader over first. Every record
-// is written once the lock is free.
+// is written once the lock is free. The calls are reads: a call of any
+// other risk waits for its intent to be written before it is made
+// (writeAhead).
 func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 	switch runtime.GOOS {
 	case "darwin", "dragonfly", "freebsd", "linux", "netbsd", "openbsd":
@@ -553,6 +555,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 		t.Skip("the audit log has no file lock here")
 	}
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
+	opts.Classify = func(string, Tool) (Risk, string) { return RiskRead, "test" }
 	e := start(t, opts)
 	if err := e.Connect(testwait.Context(t), "s"); err != nil {
 		t.Fatal(err)
@@ -667,5 +670,17 @@ func TestEveryCodecAnswersAPanicTheSameWay(t *testing.T) {
 	boom.Store(false)
 	if !r.IsError || !strings.Contains(r.Text, "internal error") || strings.Contains(r.Text, canary) {
 		t.Errorf("Gateway, panicking: %+v", r)
+	}
+	// Each call, the ones that panicked too, leaves one record.
+	e.Close()
+	recs := auditRecords(t, opts, audit.Query{Kind: audit.KindCall})
+	errs := 0
+	for _, rec := range recs {
+		if rec.Status == "error" && rec.Reason == "internal error" {
+			errs++
+		}
+	}
+	if len(recs) != 5 || errs != 3 {
+		t.Errorf("%d call records, %d of them internal errors, for 5 calls of which 3 panicked", len(recs), errs)
 	}
 }

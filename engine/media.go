@@ -152,6 +152,7 @@ func (e *Engine) mediaAllowed(ctx context.Context, s *supervisor, tool string, r
 		why = append(why, r.String())
 	}
 	if d.Err != nil {
+		e.recordPolicyError(ctx, policies.AreaMedia, d.Err, map[string]any{"server": s.cfg.ID, "tool": tool})
 		return false, "the media policy could not decide: " + strings.Join(why, "; ")
 	}
 	return false, "the media policy keeps it out: " + strings.Join(why, "; ")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,13 +42,37 @@ type gatewayJob struct {
 	ended func()
 	// answered is set by the first of finish and fault.
 	answered atomic.Bool
+	// faulted holds what the work asked to run should it panic
+	// (onFault): a call's record of its end.
+	faulted *faultHook
+}
+
+// faultHook holds the function a job runs when its work panics.
+type faultHook struct {
+	mu sync.Mutex
+	f  func()
+}
+
+type faultHookKey struct{}
+
+// onFault makes f run, once, should the work of the job ctx belongs to
+// panic, before the job answers: a call whose work panicked still
+// leaves its record. It does nothing outside a job.
+func onFault(ctx context.Context, f func()) {
+	if h, _ := ctx.Value(faultHookKey{}).(*faultHook); h != nil {
+		h.mu.Lock()
+		h.f = f
+		h.mu.Unlock()
+	}
 }
 
 // newGatewayJob makes a job whose context parent's end cancels.
 func (e *Engine) newGatewayJob(parent context.Context, deliver func(yield func(), r GatewayResult, fault bool), ended func()) *gatewayJob {
 	ctx, cancel := context.WithCancelCause(parent)
 	ctx, release := auditq.WithHeld(ctx)
-	return &gatewayJob{e: e, ctx: ctx, cancel: cancel, release: release, deliver: deliver, ended: ended}
+	h := &faultHook{}
+	ctx = context.WithValue(ctx, faultHookKey{}, h)
+	return &gatewayJob{e: e, ctx: ctx, cancel: cancel, release: release, deliver: deliver, ended: ended, faulted: h}
 }
 
 // run runs work, which hands its result to then once, on this
@@ -78,6 +103,15 @@ func (j *gatewayJob) fault(any) {
 		return
 	}
 	j.e.log.Error("the mcp tool panicked", "stack", string(debug.Stack()))
+	j.faulted.mu.Lock()
+	f := j.faulted.f
+	j.faulted.mu.Unlock()
+	if f != nil {
+		func() {
+			defer func() { _ = recover() }() // a record that cannot be built is lost, not the answer
+			f()
+		}()
+	}
 	j.end(turn.NoYield, GatewayResult{}, true)
 }
 
@@ -93,6 +127,9 @@ func (j *gatewayJob) end(yield func(), r GatewayResult, fault bool) {
 			j.ended()
 		}
 	}()
+	if !fault {
+		r = j.e.withAuditNote(r)
+	}
 	j.deliver(yield, r, fault)
 }
 

@@ -43,7 +43,11 @@ func (e *Engine) trustDecider(ctx context.Context, audited bool) func(cue.TrustI
 				// vouch for itself.
 				pol, _ = policies.Load(ctx, &policies.Options{Dirs: append(slices.Clone(e.opts.PolicyDirs), in.UserPolicies...)})
 			}
-			d = policyTrust(ctx, pol, in)
+			var err error
+			d, err = policyTrust(ctx, pol, in)
+			if err != nil {
+				e.recordPolicyError(ctx, policies.AreaTrust, err, map[string]any{"project": in.Project})
+			}
 		}
 		// The surfaces that serve agents record the decision they run
 		// under; a one-shot command that lists or inspects does not add a
@@ -77,8 +81,10 @@ func trustFiles(files []cue.FileStatus) []string {
 	return out
 }
 
-// policyTrust asks the voltmcp.trust policy.
-func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput) cue.TrustDecision {
+// policyTrust asks the voltmcp.trust policy. The error is why the
+// policy could not decide, when it could not: the decision then fails
+// closed.
+func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput) (cue.TrustDecision, error) {
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a
@@ -108,7 +114,20 @@ func policyTrust(ctx context.Context, pol *policies.Policies, in cue.TrustInput)
 		// project again would change nothing until the policy is fixed.
 		d.Hint = "fix the policy file the reason names (voltmcp vet checks the policies); until the trust policy decides, project MCP config does not load"
 	}
-	return d
+	return d, pd.Err
+}
+
+// recordPolicyError records a policy that could not decide (it did not
+// load, its evaluation failed or ran out of time) as a policy_error
+// record: every such decision fails closed, and each one is a line of
+// the log. area is the decision (trust, tools, redact, media); detail
+// says what it was about.
+func (e *Engine) recordPolicyError(ctx context.Context, area string, err error, detail map[string]any) {
+	d := map[string]any{"area": area, "error": err.Error()}
+	for k, v := range detail {
+		d[k] = v
+	}
+	e.record(ctx, audit.Record{Kind: audit.KindPolicyError, Status: "denied", Decision: &audit.Decision{Allowed: false}, Detail: d})
 }
 
 // record appends r to the audit log (an [auditq.Queue]) with the
@@ -210,16 +229,21 @@ func (e *Engine) auditState() AuditState {
 // cannot be written.
 const auditFailingNote = "the audit log cannot be written: this call is not audited (voltmcp status says why)"
 
-// auditRefuses reports whether a call of risk r is refused because the
-// audit log cannot be written: while it fails, under
-// settings.audit.onFailure "refuse-risky" (the default), every risk but
-// read. The healthy case costs one atomic load.
-func (e *Engine) auditRefuses(r Risk) bool {
-	if !e.audit.Failing() || r == RiskRead {
-		return false
+// withAuditNote adds, while the audit log cannot be written, the note
+// that says so to r, an answer of the mcp tool: every answer says it,
+// whatever the action, until the log is written again.
+func (e *Engine) withAuditNote(r GatewayResult) GatewayResult {
+	if !e.audit.Failing() || strings.Contains(r.Text, "audit log cannot be written") {
+		return r
 	}
-	return e.Config().Settings.Audit.OnFailure != "allow"
+	r.Text += "\n[" + auditFailingNote + "]"
+	return r
 }
+
+// AuditHealth reports the audit log's health, as the status action
+// does: a command that ends says so when its records could not be
+// written.
+func (e *Engine) AuditHealth() AuditState { return e.auditState() }
 
 // closeAudit writes what is queued and closes the audit log.
 func (e *Engine) closeAudit() {

@@ -89,7 +89,9 @@ func (e *Engine) gatewayRunThen(ctx context.Context, raw json.RawMessage, then f
 // gatewayInputThen runs the decoded input in, handing the result to
 // then as gatewayRunThen does.
 func (e *Engine) gatewayInputThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
-	if off := e.TurnedOff(); off != "" && strings.TrimSpace(in.Action) != "status" {
+	// A call refused because voltmcp is off is refused by gwCallThen,
+	// which records it as every call.
+	if off := e.TurnedOff(); off != "" && strings.TrimSpace(in.Action) != "status" && strings.TrimSpace(in.Action) != "call" {
 		then(turn.YieldFunc(ctx), gwError("%s", off))
 		return
 	}

@@ -131,6 +131,30 @@ func Open(path string, opts *ReadOptions) (*os.File, fs.FileInfo, error) {
 	return f, info, nil
 }
 
+// OpenAppend opens the regular file at path for appending (O_RDWR and
+// O_APPEND), creating it with mode perm when missing, without blocking
+// and without following a link: a FIFO, device, socket, directory or
+// symlink in its place is a [*NotRegularError] at once (checked by
+// fstat after the open), where a blocking open or write would wait for
+// ever or write somewhere else. It returns what fstat says of the file;
+// the caller closes it.
+func OpenAppend(path string, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	f, err := openAppend(path, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
+	}
+	return f, info, nil
+}
+
 // ReadFile reads the whole of the regular file at path, as [Open] opens
 // it, and at most the size cap: a file that grows past it while being
 // read is a [*TooLargeError] with Size -1. A missing path is an error

@@ -19,6 +19,15 @@ func openNonblock(path string, noFollow bool) (*os.File, error) {
 	return os.Open(path)
 }
 
+// openAppend opens path read-write for appending, creating it. Without
+// O_NOFOLLOW, a link is refused by an lstat before the open.
+func openAppend(path string, perm fs.FileMode) (*os.File, error) {
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
+}
+
 // openLockFile returns nil: without flock, locks serialize nothing.
 func openLockFile(string) (*os.File, error) { return nil, nil }
 

@@ -29,6 +29,19 @@ func openNonblock(path string, noFollow bool) (*os.File, error) {
 	return f, err
 }
 
+// openAppend opens path read-write for appending, creating it, with
+// O_NONBLOCK (a FIFO or device opens at once; a regular file ignores it)
+// and O_NOFOLLOW.
+func openAppend(path string, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil && errors.Is(err, syscall.ELOOP) {
+		if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return nil, &NotRegularError{Path: path, Kind: "symlink"}
+		}
+	}
+	return f, err
+}
+
 // openLockFile opens (creating, 0600) the lock file at path. It refuses
 // to follow a link or open anything but a regular file.
 func openLockFile(path string) (*os.File, error) {

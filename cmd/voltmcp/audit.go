@@ -169,6 +169,12 @@ func writeVerifyText(w io.Writer, rep audit.VerifyReport) error {
 			fmt.Fprintf(&b, "  %s\n", clean(p.String()))
 		}
 	}
+	if rep.UnfinishedCalls > 0 {
+		fmt.Fprintf(&b, "%d %s UNFINISHED: an intent written before the call, and no record of its outcome:\n", rep.UnfinishedCalls, plural(min(rep.UnfinishedCalls, 2), "call"))
+		for _, p := range rep.Unfinished {
+			fmt.Fprintf(&b, "  %s\n", clean(p.String()))
+		}
+	}
 	if rep.Intact {
 		b.WriteString("chain intact\n")
 	} else {
@@ -176,7 +182,7 @@ func writeVerifyText(w io.Writer, rep audit.VerifyReport) error {
 			fmt.Fprintf(&b, "chain BROKEN at %s:%d (seq %d): %s\n  prev found:    %q\n  prev expected: %q\n",
 				clean(p.File), p.Line, p.Seq, clean(p.Message), clean(p.Got), p.Want)
 		}
-		fmt.Fprintf(&b, "%d broken links, %d seq gaps, %d records lost\n", rep.BrokenLinks, rep.GapCount, rep.LostRecords)
+		fmt.Fprintf(&b, "%d broken links, %d seq gaps, %d records lost, %d calls unfinished\n", rep.BrokenLinks, rep.GapCount, rep.LostRecords, rep.UnfinishedCalls)
 		for _, p := range rep.Gaps {
 			fmt.Fprintf(&b, "  %s\n", clean(p.String()))
 		}

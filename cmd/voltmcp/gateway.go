@@ -76,17 +76,32 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 			return err
 		}
 		defer eng.Close()
+		// A call refused here still reaches the gateway, which records
+		// every call it is given.
 		if off := eng.TurnedOff(); off != "" && action != "status" {
+			if action == "call" {
+				eng.Gateway(ctx, in)
+			}
 			return failuref("%s", off)
 		}
 		// A server that is not configured is a usage error, as for every
 		// command that takes a SERVER (tools, enable, remove, ...).
 		if in.Server != "" {
 			if _, err := eng.Server(in.Server); errors.Is(err, engine.ErrUnknownServer) {
+				if action == "call" {
+					eng.Gateway(ctx, in)
+				}
 				return usageErrorf("%w", err)
 			}
 		}
 		res := eng.Gateway(ctx, in)
+		// The records are written by the time the engine is closed: a
+		// command whose records could not be written says so, and fails.
+		eng.Close()
+		auditFailing := eng.AuditHealth().State == "failing"
+		if auditFailing && !strings.Contains(res.Text, "audit log cannot be written") {
+			res.Text += "\n[the audit log cannot be written: this call is not audited (voltmcp status says why)]"
+		}
 		if asJSON {
 			if err := writeJSONValue(e.stdout, res.Data); err != nil {
 				return failuref("write output: %w", err)
@@ -96,6 +111,9 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		}
 		if res.IsError {
 			return errFindings
+		}
+		if auditFailing {
+			return failuref("the audit log cannot be written: this command is not audited (voltmcp status says why)")
 		}
 		return nil
 	}

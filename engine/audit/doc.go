@@ -36,7 +36,17 @@
 // that number gives the order of history, and a reader that lists them
 // never races a cascade of renames. Beyond Options.MaxFiles rotated files,
 // the oldest are deleted. A file <path>.lock, always empty, serializes
-// writers (see below). Files are created 0600 and the directory 0700.
+// writers (see below). A file <path>.lost counts the records a writer
+// could not write (NoteLost) until a later append names them in an
+// audit_gap record; Verify reports what it holds. Files are created 0600
+// and the directory 0700; something other than a regular file where the
+// active file is (a FIFO, a device, a link) is refused without blocking.
+//
+// # Intents
+//
+// A call_intent record is written before a call is made, and the call's
+// record names its seq (Record.Intent): Verify reports an intent that no
+// record completes, the trace of a process that ended mid-call.
 //
 // # What the chain proves, and what it does not
 //

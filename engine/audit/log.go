@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/voltmcp/voltmcp/safefile"
 )
 
 // Defaults of Options.
@@ -191,11 +193,19 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 // that cannot be encoded is left out, the others chained as if it had
 // not been, and the error names its place in rs.
 func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
+	_, err := l.AppendAllSeq(ctx, rs)
+	return err
+}
+
+// AppendAllSeq is AppendAll that also returns the seq of the last
+// record written: the seq a record of its own got, for a caller that
+// names it in a later record (an outcome naming its intent).
+func (l *Log) AppendAllSeq(ctx context.Context, rs []Record) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if len(rs) == 0 {
-		return nil
+		return 0, nil
 	}
 	// Redaction and the rest of prepare need no lock.
 	type prepared struct {
@@ -222,7 +232,7 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	}
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	// While the lock is held from an earlier append, no other process
 	// has written: there is nothing to catch up with, unless a write of
@@ -231,9 +241,9 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	if locked {
 		if err := lockFile(ctx, l.lock, wait); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("audit: append: lock: %w", err)
+				return 0, fmt.Errorf("audit: append: lock: %w", err)
 			}
-			return &WriteError{len(rs), fmt.Errorf("audit: append: lock: %w", err)}
+			return 0, &WriteError{len(rs), fmt.Errorf("audit: append: lock: %w", err)}
 		}
 		if l.opts.HoldLock > 0 && l.lock != nil {
 			l.hold()
@@ -244,7 +254,7 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	if locked || l.dirty {
 		if err := l.catchUp(); err != nil {
 			l.dirty = true // look again next time
-			return &WriteError{len(rs), err}
+			return 0, &WriteError{len(rs), err}
 		}
 	}
 	defer l.releaseBuf()
@@ -311,7 +321,7 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 			// The file is full: what waits goes into it, this record
 			// into the next.
 			if err := write(i); err != nil {
-				return errors.Join(append(errs, err)...)
+				return 0, errors.Join(append(errs, err)...)
 			}
 			if err := l.rotate(); err != nil {
 				l.note(Problem{Kind: ProblemRotate, File: l.path, Offset: l.size, Seq: r.Seq,
@@ -331,7 +341,7 @@ func (l *Log) AppendAll(ctx context.Context, rs []Record) error {
 	if err := write(len(ps)); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return l.seq, errors.Join(errs...)
 }
 
 // hold keeps the lock just taken for HoldLock. It runs with l.mu held.
@@ -472,14 +482,13 @@ func (l *Log) reopen() error {
 		_ = l.f.Close()
 		l.f, l.fi = nil, nil
 	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	// Not a FIFO, device or link in the log's place: it would block
+	// the writer, or take records somewhere else.
+	f, fi, err := safefile.OpenAppend(l.path, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit: open: %w", err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		fi = nil // catchUp asks again
-	} else if fi.Mode().Perm()&^0o600 != 0 {
+	if fi.Mode().Perm()&^0o600 != 0 {
 		if err := f.Chmod(0o600); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("audit: open: %w", err)
@@ -591,7 +600,7 @@ func (l *Log) rotate() error {
 	if err := os.Rename(l.path, name); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, _, err := safefile.OpenAppend(l.path, 0o600)
 	if err != nil {
 		// Go on in the renamed file; the next append looks again.
 		l.dirty = true

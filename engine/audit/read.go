@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -113,7 +114,18 @@ type VerifyReport struct {
 	// intact: the chain holds, but records are missing.
 	Lost        []Problem `json:"lost,omitempty"`
 	LostRecords int64     `json:"lost_records"`
+	// Unfinished lists the call_intent records that no call record
+	// completes (the first 100), and UnfinishedCalls counts them: calls
+	// made, or about to be, whose outcome is not in the log. The call
+	// may still be running; else its process ended before writing the
+	// record. Any of them makes the log not intact.
+	Unfinished      []Problem `json:"unfinished,omitempty"`
+	UnfinishedCalls int       `json:"unfinished_calls"`
 }
+
+// maxOpenIntents bounds the intents Verify keeps while it looks for the
+// records that complete them.
+const maxOpenIntents = 1 << 16
 
 // Verify reads every file of the log whose active file is path, oldest
 // rotated file first, and checks that each record's prev is the hash of
@@ -129,13 +141,28 @@ func Verify(path string) (VerifyReport, error) {
 		return rep, err
 	}
 	defer closeLogFiles(files)
-	v := &verifier{rep: &rep}
+	v := &verifier{rep: &rep, open: map[int64]Problem{}}
 	for _, f := range files {
 		if err := v.verify(f, f.name, f.nameSeq); err != nil {
 			return rep, err
 		}
 	}
-	rep.Intact = rep.BrokenLinks == 0 && rep.GapCount == 0 && len(rep.Lost) == 0
+	open := slices.SortedFunc(maps.Values(v.open), func(a, b Problem) int { return cmpSeq(a.Seq, b.Seq) })
+	rep.UnfinishedCalls = len(open) + v.openDropped
+	for _, p := range open {
+		rep.Unfinished = appendProblem(rep.Unfinished, p)
+	}
+	// Records a writer lost and noted, which no audit_gap names yet.
+	note, err := PendingLost(path)
+	if err != nil {
+		rep.Warnings = appendProblem(rep.Warnings, Problem{Kind: ProblemLostPending, File: LostPath(path), Message: err.Error()})
+	} else if note.Records > 0 {
+		rep.LostRecords += note.Records
+		rep.Lost = appendProblem(rep.Lost, Problem{Kind: ProblemLostPending, File: LostPath(path), Got: strconv.FormatInt(note.Records, 10),
+			Message: fmt.Sprintf("%d records were lost and no audit_gap record names them yet: the log could not be written from %s (%s)",
+				note.Records, note.Since.Format(time.RFC3339), note.Error)})
+	}
+	rep.Intact = rep.BrokenLinks == 0 && rep.GapCount == 0 && len(rep.Lost) == 0 && rep.UnfinishedCalls == 0
 	return rep, nil
 }
 
@@ -146,6 +173,11 @@ type verifier struct {
 	lastSeq  int64
 	lastHash string
 	lastAt   string // file:line of the last record, for messages
+	// open holds the call_intent records no call record has completed
+	// yet, by seq; openDropped counts those left out past
+	// maxOpenIntents.
+	open        map[int64]Problem
+	openDropped int
 }
 
 // verify checks one file. nameSeq is the seq its name gives, or -1 for
@@ -191,6 +223,18 @@ func (v *verifier) verify(r io.Reader, name string, nameSeq int64) error {
 					Want: strconv.FormatInt(v.lastSeq+1, 10), Got: strconv.FormatInt(rec.Seq, 10),
 					Message: fmt.Sprintf("seq %d follows seq %d (%s)", rec.Seq, v.lastSeq, v.lastAt)})
 			}
+		}
+		switch {
+		case rec.Kind == KindCallIntent:
+			if len(v.open) < maxOpenIntents {
+				v.open[rec.Seq] = Problem{Kind: ProblemUnfinished, File: name, Line: l.no, Offset: l.off, Seq: rec.Seq,
+					Message: fmt.Sprintf("the call of %s.%s at %s has no record of its outcome: it is still running, or its process ended before writing it",
+						rec.Server, rec.Tool, rec.Time.Format(time.RFC3339))}
+			} else {
+				v.openDropped++
+			}
+		case rec.Intent > 0:
+			delete(v.open, rec.Intent)
 		}
 		if rec.Kind == KindAuditGap {
 			n, _ := rec.Detail["lost"].(float64)

@@ -25,6 +25,11 @@ const (
 	KindConfigChange = "config_change" // a config file written by voltmcp
 	KindPluginFault  = "plugin_fault"  // a wasm plugin trapped, timed out or misbehaved
 	KindPolicyError  = "policy_error"  // a policy failed to decide (and so denied)
+	// KindCallIntent is a call about to be made, written before it is
+	// (a call of risk write, destructive or unknown is made only once
+	// its intent is in the log). The call's record names it in Intent;
+	// Verify reports an intent that no record names.
+	KindCallIntent = "call_intent"
 	// KindAuditGap says that records were lost: the log could not be
 	// written for a while. Its Detail holds "lost", the number of
 	// records, "since" (RFC 3339) and "error", the first failure. Verify
@@ -62,8 +67,8 @@ type Record struct {
 	Prompt   string `json:"prompt,omitempty"`
 	// Risk is the risk class: read, write, destructive or unknown.
 	Risk string `json:"risk,omitempty"`
-	// Status is the outcome in the spec's status vocabulary (ok, error,
-	// denied, timeout, cancelled, ...).
+	// Status is the outcome in the spec's status vocabulary; a call's is
+	// completed, failed, denied, invalid or error.
 	Status     string `json:"status,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 	// ResultBytes and ResultSHA256 identify the full result without
@@ -79,6 +84,14 @@ type Record struct {
 	Args map[string]string `json:"args,omitempty"`
 	// Decision is the policy's verdict, when a policy was asked.
 	Decision *Decision `json:"decision,omitempty"`
+	// Reason says why the event ended as it did when the decision's
+	// reasons do not: a call refused before any policy decided (an
+	// unknown server or tool, arguments that are not an object), or one
+	// that failed on the way to the server.
+	Reason string `json:"reason,omitempty"`
+	// Intent, on a call record, is the seq of the call_intent record
+	// written before the call was made: the record completes it.
+	Intent int64 `json:"intent,omitempty"`
 	// Detail carries what a kind needs beyond the fields above. It is
 	// written as JSON, so it reads back as plain maps, slices, strings,
 	// json.Number, booleans and nil.

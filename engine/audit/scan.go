@@ -48,6 +48,14 @@ const (
 	// ProblemLost is an audit_gap record: its writer could not write
 	// the log for a while and lost the records it names.
 	ProblemLost ProblemKind = "records_lost"
+	// ProblemLostPending is a note of records lost (see NoteLost) that
+	// no audit_gap record names yet: a writer could not write the log,
+	// and none has written it since.
+	ProblemLostPending ProblemKind = "records_lost_pending"
+	// ProblemUnfinished is a call_intent record that no call record
+	// completes: the call may still be running, or its process ended
+	// before its record was written.
+	ProblemUnfinished ProblemKind = "call_unfinished"
 )
 
 // Problem is one thing a reader or the log found wrong.

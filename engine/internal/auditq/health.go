@@ -1,6 +1,7 @@
 package auditq
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,8 +14,12 @@ import (
 // log fails, under mu.
 type health struct {
 	failing atomic.Bool
+	// pending says the note of lost records beside the log may hold
+	// records no audit_gap names yet.
+	pending atomic.Bool
 	mu      sync.Mutex
-	lost    int64     // records lost and not yet named by an audit_gap record
+	lost    int64     // records lost, not in the note of lost records, and not yet named
+	noted   int64     // records lost and put in the note since the last audit_gap record
 	gaps    int       // audit_gap records being written
 	since   time.Time // when the log started failing
 	cause   string    // the first failure's error
@@ -44,65 +49,115 @@ func (q *Queue) Health() Health {
 	if !h.failing.Load() {
 		return Health{}
 	}
-	return Health{Failing: true, Since: h.since, Error: h.cause, Lost: h.lost}
+	return Health{Failing: true, Since: h.since, Error: h.cause, Lost: h.lost + h.noted}
 }
 
-// failed notes that n records could not be written, because of err; gap
-// says the write began with an audit_gap record (gap), whose count n
-// includes again. The first failure after a healthy time calls
-// OnFailing; those that follow only count.
-func (q *Queue) failed(n int64, err error, gap bool) {
+// lostGap is what an audit_gap record names: the records this process
+// lost that the note of lost records does not hold (mem), and those the
+// note held when it was read (noted).
+type lostGap struct{ mem, noted int64 }
+
+func (g lostGap) total() int64 { return g.mem + g.noted }
+
+// failed notes that n records could not be written, because of err; g
+// is what the audit_gap record the write began with named, if it did,
+// whose records are lost again. The records are added to the note of
+// lost records beside the log (audit.NoteLost), so that they outlive
+// the process; those the note cannot take are counted here. The first
+// failure after a healthy time calls OnFailing; those that follow only
+// count.
+func (q *Queue) failed(n int64, err error, g lostGap) {
 	h := &q.health
 	h.mu.Lock()
-	h.lost += n
-	if gap {
+	if g.total() > 0 {
 		h.gaps--
+		h.lost += g.mem // the note still holds g.noted
 	}
 	first := !h.failing.Load()
 	if first {
 		h.since, h.cause = time.Now(), err.Error()
 		h.failing.Store(true)
 	}
+	since, cause := h.since, h.cause
 	h.mu.Unlock()
+	if n > 0 {
+		nerr := audit.NoteLost(context.Background(), q.path, n, since, cause)
+		h.mu.Lock()
+		if nerr == nil {
+			h.noted += n
+			h.pending.Store(true)
+		} else {
+			h.lost += n
+		}
+		h.mu.Unlock()
+	}
 	if first && q.opts.OnFailing != nil {
 		q.opts.OnFailing(err)
 	}
 }
 
-// gap returns, while the log fails with records lost, the audit_gap
-// record that names them, and their number; it then counts them as
-// named until written or failed says what became of the record. It
-// returns 0 when the log is healthy.
-func (q *Queue) gap() (audit.Record, int64) {
+// gap returns, while records lost are not named, the audit_gap record
+// that names them, and what it names: the records lost by this process
+// that the note of lost records does not hold, and those the note holds
+// (this process's and others'). It counts them as named until written
+// or failed says what became of the record. It returns nothing, at the
+// cost of two atomic loads, when the log is healthy and no note is
+// pending.
+func (q *Queue) gap() (audit.Record, lostGap) {
 	h := &q.health
-	if !h.failing.Load() {
-		return audit.Record{}, 0
+	if !h.failing.Load() && !h.pending.Load() {
+		return audit.Record{}, lostGap{}
+	}
+	var g lostGap
+	note, err := audit.PendingLost(q.path)
+	if err == nil {
+		g.noted = note.Records
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	lost := h.lost
-	if lost == 0 {
-		return audit.Record{}, 0
+	g.mem = h.lost
+	if g.total() == 0 {
+		h.pending.Store(false)
+		return audit.Record{}, lostGap{}
 	}
 	h.lost = 0
 	h.gaps++
+	since, cause := h.since, h.cause
+	if g.noted > 0 && (since.IsZero() || note.Since.Before(since)) {
+		since, cause = note.Since, note.Error
+	}
 	r := audit.Record{Kind: audit.KindAuditGap, Time: time.Now(), Status: "resumed",
 		Workspace: q.opts.Workspace, Session: q.opts.Session, Surface: q.opts.Surface,
-		Detail: map[string]any{"lost": lost, "since": h.since.Format(time.RFC3339Nano), "error": h.cause}}
-	return r, lost
+		Detail: map[string]any{"lost": g.total(), "since": since.Format(time.RFC3339Nano), "error": cause}}
+	return r, g
 }
 
 // written notes a write that succeeded, with an audit_gap record naming
-// lost records when lost > 0: once no record is lost unnamed, the log is
-// healthy again, and OnResumed is called once.
-func (q *Queue) written(lost int64) {
+// g when g names any: its noted records are taken off the note, and
+// once no record is lost unnamed, the log is healthy again, and
+// OnResumed is called once.
+func (q *Queue) written(g lostGap) {
 	h := &q.health
+	if g.noted > 0 {
+		if err := audit.ForgetLost(context.Background(), q.path, g.noted); err != nil {
+			// Not named again by this process on every append; a later
+			// one may name them twice, which overstates the loss.
+			h.pending.Store(false)
+			q.log.Warn("audit log", "problem", err.Error())
+		}
+	}
 	if !h.failing.Load() {
+		if g.total() > 0 {
+			h.mu.Lock()
+			h.gaps--
+			h.mu.Unlock()
+		}
 		return
 	}
 	h.mu.Lock()
-	if lost > 0 {
+	if g.total() > 0 {
 		h.gaps--
+		h.noted = 0
 	}
 	resumed := h.lost == 0 && h.gaps == 0
 	if resumed {

@@ -21,6 +21,11 @@ const (
 	// reopenEvery is how often a log that did not open is tried again,
 	// at most.
 	reopenEvery = time.Second
+	// holdLock is how long the log keeps its file lock once it takes it
+	// (audit.Options.HoldLock): the appends within that time, a call's
+	// intent and the backlog's records, skip taking and letting go of
+	// it. Another process waits at most this long for the log.
+	holdLock = 5 * time.Millisecond
 )
 
 // Queue feeds one audit log from one goroutine, in the order the records
@@ -126,10 +131,10 @@ func (q *Queue) PushAll(rs []audit.Record, wait func()) {
 	switch w := q.w.Load(); {
 	case w == nil:
 		if openErr != nil {
-			q.failed(int64(len(rs)), openErr, false)
+			q.failed(int64(len(rs)), openErr, lostGap{})
 		}
 	case wait != nil && w.queued.Load() == 0:
-		q.append(audit.WithBeforeWait(context.Background(), wait), w, rs)
+		_, _ = q.append(audit.WithBeforeWait(context.Background(), wait), w, rs, 0)
 	default:
 		w.queued.Add(int64(len(rs)))
 		for _, r := range rs {
@@ -166,15 +171,21 @@ func (q *Queue) Open() error {
 			return s
 		}
 	}
-	l, err := audit.Open(q.path, &audit.Options{Redact: redact})
+	l, err := audit.Open(q.path, &audit.Options{Redact: redact, HoldLock: holdLock})
 	if err != nil {
 		q.openErr = err
-		q.failed(0, err, false)
+		q.failed(0, err, lostGap{})
 		return err
 	}
 	q.openErr = nil
 	for _, p := range l.Problems() {
 		q.log.Warn("audit log", "problem", p.Message, "file", p.File, "line", p.Line)
+	}
+	// Records an earlier process lost: the first write names them.
+	if note, err := audit.PendingLost(q.path); err != nil {
+		q.log.Warn("audit log", "problem", err.Error())
+	} else if note.Records > 0 {
+		q.health.pending.Store(true)
 	}
 	w := &writer{log: l, ch: make(chan audit.Record, queueLen), done: make(chan struct{})}
 	go q.run(w)
@@ -217,36 +228,60 @@ func (q *Queue) run(w *writer) {
 				break more
 			}
 		}
-		q.append(context.Background(), w, batch)
+		_, _ = q.append(context.Background(), w, batch, 0)
 		w.queued.Add(-int64(len(batch)))
 		clear(batch) // let go of the records' strings and details
 	}
 }
 
 // append writes records, reporting a failure. While the log is failing,
-// an audit_gap record naming the records lost so far goes first: when it
-// is written, the log is healthy again.
-func (q *Queue) append(ctx context.Context, w *writer, rs []audit.Record) {
-	gap, lost := q.gap()
-	if lost > 0 {
+// or records lost earlier (by this process or another: the note of lost
+// records, see audit.NoteLost) are not named yet, an audit_gap record
+// naming them goes first: when it is written, the log is healthy again.
+// uncounted is how many records at the end of rs are not counted as
+// lost when the write fails (an intent, whose call is refused instead).
+// It returns the seq of the last record written.
+func (q *Queue) append(ctx context.Context, w *writer, rs []audit.Record, uncounted int) (int64, error) {
+	gap, g := q.gap()
+	if g.total() > 0 {
 		rs = append([]audit.Record{gap}, rs...)
 	}
-	err := w.log.AppendAll(ctx, rs)
+	seq, err := w.log.AppendAllSeq(ctx, rs)
 	var we *audit.WriteError
 	switch {
 	case errors.As(err, &we):
-		n := int64(we.Records)
-		if lost > 0 {
-			if we.Records == len(rs) {
-				n-- // the gap record itself: its count goes back
-				n += lost
-			}
+		n := int64(max(we.Records-uncounted, 0))
+		if g.total() > 0 && we.Records == len(rs) {
+			n-- // the gap record itself, whose records go back
 		}
-		q.failed(n, err, lost > 0)
-		return
+		q.failed(n, err, g)
+		return 0, err
 	case err != nil && !errors.Is(err, audit.ErrClosed):
 		// A record that cannot be encoded: a bug, not a failing log.
 		q.log.Error("audit append", "err", err)
 	}
-	q.written(lost)
+	q.written(g)
+	return seq, err
+}
+
+// Write appends r to the log now, on the caller's goroutine, and
+// returns its seq: for a record that must be in the log before what it
+// records happens (a call's intent). Records queued before it may be
+// written after it. When it cannot be written, the log is failing (see
+// [Queue.Health]) and the error says why; the record is not counted as
+// lost, since its caller does not go on as if it were written.
+func (q *Queue) Write(ctx context.Context, r audit.Record) (int64, error) {
+	openErr := q.Open()
+	r.Workspace, r.Session, r.Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	w := q.w.Load()
+	if w == nil {
+		if openErr == nil {
+			openErr = audit.ErrClosed
+		}
+		q.failed(0, openErr, lostGap{})
+		return 0, openErr
+	}
+	return q.append(ctx, w, []audit.Record{r}, 1)
 }

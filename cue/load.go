@@ -151,7 +151,7 @@ func Load(ctx context.Context, loc Locations, opts *Options) (*Result, error) {
 	}
 	// The policy files a project layer names are read here, once: their
 	// content is what trust covers and what the policy set loads.
-	budget := newPolicyBudget()
+	budget := newPolicyReader()
 	for _, ld := range docs {
 		ld.policies, ld.took = takePolicies(ld, &d), true
 		if !ld.status.Layer.IsProject() {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 
-	"github.com/voltmcp/voltmcp/safefile"
+	"github.com/voltmcp/voltmcp/regofile"
 )
 
 // bundleFS holds the default policies and their tests.
@@ -135,70 +133,30 @@ func parseBundle(bundle fs.FS, caps *ast.Capabilities, withTests bool) ([]source
 	return out, nil
 }
 
-// regoFiles lists the .rego files under each path (a file or a directory,
-// searched recursively). A missing path is an error, and so is a
-// directory with no policy file in it (with withTests, no .rego file at
-// all): whoever configured it meant to have policies there, so a set
-// without them fails closed, as a broken one does, rather than decide by
-// the built-in rules alone.
-func regoFiles(paths []string, withTests bool) ([]string, error) {
-	var out []string
+// regoFiles reads the policy files of each path (a file or a directory,
+// searched recursively), with tests also the *_test.rego files, through
+// the one walk project trust uses too ([regofile.Reader]): each file is
+// read without blocking, only when it is regular and at most
+// [regofile.DefaultMaxFileSize] bytes, and all of the paths together stay
+// within the reader's default bounds of files, bytes and directory
+// entries. A missing path is an error, and so is a directory with no
+// policy file in it (with withTests, no .rego file at all): whoever
+// configured it meant to have policies there, so a set without them fails
+// closed, as a broken one does, rather than decide by the built-in rules
+// alone.
+func regoFiles(paths []string, withTests bool) ([]File, error) {
+	r := regofile.NewReader(&regofile.Options{Tests: withTests})
+	var out []File
 	for _, p := range paths {
-		fi, err := os.Stat(p)
+		files, _, err := r.Read(p)
 		if err != nil {
-			return nil, fmt.Errorf("policy path %s: %w", p, errors.Unwrap(err))
+			return nil, err
 		}
-		if !fi.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		before := len(out)
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".rego") {
-				return nil
-			}
-			if !withTests && strings.HasSuffix(path, "_test.rego") {
-				return nil
-			}
-			out = append(out, path)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read policy directory %s: %w", p, err)
-		}
-		if len(out) == before {
-			what := "no policy: no .rego file other than *_test.rego"
-			if withTests {
-				what = "no .rego file"
-			}
-			return nil, fmt.Errorf("policy directory %s holds %s", p, what)
+		for _, f := range files {
+			out = append(out, File{Name: f.Path, Data: f.Data})
 		}
 	}
 	return out, nil
-}
-
-// maxPolicyFile bounds one .rego file read.
-const maxPolicyFile = 4 << 20
-
-// parseFiles parses files, each read without blocking and at most
-// maxPolicyFile bytes (a FIFO or device is refused by name); every syntax
-// error is collected.
-func parseFiles(files []string, o origin, caps *ast.Capabilities) ([]source, error) {
-	read := make([]File, 0, len(files))
-	for _, f := range files {
-		b, err := safefile.ReadFile(f, &safefile.ReadOptions{MaxSize: maxPolicyFile})
-		switch {
-		case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrTooLarge):
-			return nil, fmt.Errorf("read policy: %w", err) // the error names the file
-		case err != nil:
-			return nil, fmt.Errorf("read policy %s: %w", f, err)
-		}
-		read = append(read, File{Name: f, Data: b})
-	}
-	return parseSources(read, o, caps)
 }
 
 // parseSources parses files given by their content; every syntax error

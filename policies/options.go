@@ -23,7 +23,8 @@ const MemoSize = 4096
 // the embedded default policies with the default deadline and memo.
 type Options struct {
 	// Dirs are user policy files or directories (searched recursively for
-	// *.rego, skipping *_test.rego). Their rules may deny, hide and allow.
+	// *.rego, skipping *_test.rego, by package regofile's walk within its
+	// default bounds). Their rules may deny, hide and allow.
 	// Relative paths are relative to the working directory; callers resolve
 	// them against the config layer that names them.
 	Dirs []string

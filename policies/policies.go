@@ -115,7 +115,7 @@ func load(ctx context.Context, bundle fs.FS, opts *Options) (*Policies, error) {
 	if err != nil {
 		return fail(err)
 	}
-	user, err := parseFiles(files, fromUser, caps)
+	user, err := parseSources(files, fromUser, caps)
 	if err != nil {
 		return fail(err)
 	}

@@ -123,7 +123,7 @@ func RunTests(ctx context.Context, opts *TestOptions) (Results, error) {
 		if err != nil {
 			return Results{}, err
 		}
-		user, err := parseFiles(files, fromUser, caps)
+		user, err := parseSources(files, fromUser, caps)
 		if err != nil {
 			return Results{}, fmt.Errorf("parse policies: %s", describe(err))
 		}

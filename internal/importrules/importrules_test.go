@@ -38,8 +38,9 @@ var (
 	redactPkg  = mod("redact")
 	sanitize   = mod("sanitize")
 	safefile   = mod("safefile")
+	regofile   = mod("regofile")
 	testwait   = mod("internal/testwait")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine, redactPkg, sanitize, safefile}
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, redactPkg, sanitize, safefile, regofile}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
@@ -75,7 +76,7 @@ type importRule struct {
 
 // importRules is the table the module is checked against: one line a rule.
 var importRules = []importRule{
-	{rule: "cue imports only cuelang.org/go, redact, safefile and the standard library", from: []string{cuePkg}, only: []string{"cuelang.org/go/...", cuePkg, redactPkg, safefile}},
+	{rule: "cue imports only cuelang.org/go, redact, safefile, regofile and the standard library", from: []string{cuePkg}, only: []string{"cuelang.org/go/...", cuePkg, redactPkg, safefile, regofile}},
 	{rule: "redact imports only the standard library", from: []string{redactPkg}, only: []string{redactPkg}, tests: true},
 	{rule: "sanitize imports only the standard library", from: []string{sanitize}, only: []string{sanitize}, tests: true},
 	{rule: "only cue, policies, engine and cmd/voltmcp import redact", from: []string{thisModule}, except: []string{cuePkg, policies, engine, cli, redactPkg, sanitize}, deny: []string{redactPkg},
@@ -83,9 +84,12 @@ var importRules = []importRule{
 	{rule: "only cue, engine, cmd/voltmcp and wasm import sanitize", from: []string{thisModule}, except: []string{cuePkg, engine, cli, wasmPkg, redactPkg, sanitize}, deny: []string{sanitize},
 		hint: "sanitize is a leaf shared by the config, the engine, the CLI and the plugin host; a new user is added to this rule's except list"},
 	{rule: "safefile imports only the standard library (its tests also internal/testwait)", from: []string{safefile}, only: []string{safefile, testwait}, tests: true},
+	{rule: "regofile imports only safefile and the standard library", from: []string{regofile}, only: []string{regofile, safefile}, tests: true},
+	{rule: "only cue and policies import regofile", from: []string{thisModule}, except: []string{cuePkg, policies, regofile}, deny: []string{regofile},
+		hint: "regofile is the one walk that finds policy files, for project trust (cue) and the policy loader (policies); a new user is added to this rule's except list"},
 	{rule: "internal/testwait imports only the standard library", from: []string{testwait}, only: []string{testwait}},
 	{rule: "cue never imports engine, policies or wasm (nor the MCP SDK, OPA or wazero)", from: []string{cuePkg}, deny: []string{engine, policies, wasmPkg, mcpSDK, opa, wazero}, tests: true},
-	{rule: "policies imports only open-policy-agent/opa, redact, safefile and the standard library", from: []string{policies}, only: []string{opa, policies, redactPkg, safefile}},
+	{rule: "policies imports only open-policy-agent/opa, redact, safefile, regofile and the standard library", from: []string{policies}, only: []string{opa, policies, redactPkg, safefile, regofile}},
 	{rule: "policies never imports engine, cue or wasm", from: []string{policies}, deny: []string{engine, cuePkg, wasmPkg}, tests: true},
 	{rule: "wasm imports only tetratelabs/wazero, sanitize, safefile and the standard library", from: []string{wasmPkg}, only: []string{wazero, wasmPkg, sanitize, safefile}},
 	{rule: "wasm never imports engine, cue or policies", from: []string{wasmPkg}, deny: []string{engine, cuePkg, policies}, tests: true},
@@ -301,6 +305,12 @@ func TestImportRulesCatchViolations(t *testing.T) {
 			[]string{"policies imports only", "policies never imports"}},
 		{"policies imports OPA", goPackage{ImportPath: mod("policies"), Imports: []string{"github.com/open-policy-agent/opa/v1/rego"}},
 			nil},
+		{"cue and policies import regofile", goPackage{ImportPath: mod("policies"), Imports: []string{mod("regofile"), mod("safefile")}},
+			nil},
+		{"regofile imports policies", goPackage{ImportPath: mod("regofile"), XTestImports: []string{mod("policies")}},
+			[]string{"regofile imports only safefile"}},
+		{"engine imports regofile", goPackage{ImportPath: mod("engine"), Imports: []string{mod("regofile")}},
+			[]string{"only cue and policies import regofile"}},
 		{"wasm test imports engine", goPackage{ImportPath: mod("wasm"), XTestImports: []string{mod("engine")}},
 			[]string{"wasm never imports"}},
 		{"wasm imports OPA", goPackage{ImportPath: mod("wasm"), Imports: []string{"github.com/open-policy-agent/opa/v1/rego"}},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // allocated returns the bytes the process has allocated on the heap so
@@ -106,15 +108,17 @@ func TestMemoryBombFailsClosed(t *testing.T) {
 
 // TestMemoryBudgetOption sets a budget larger than what a policy needs
 // and one smaller: the first decides, the second fails closed, for the
-// same policy.
+// same policy. It runs alone (not parallel): the budget counts what the
+// process allocates during an evaluation, and it asks for no deadline
+// but the test's, so that neither another test's work nor a slow machine
+// decides it.
 func TestMemoryBudgetOption(t *testing.T) {
-	t.Parallel()
 	dir, _ := writePolicy(t, "team.rego", "package voltmcp.tools\n\ndeny contains \"big\" if count(concat(\"\", [\"x\" | some _ in numbers.range(1, 20000)])) > 1\n")
 	for _, tc := range []struct {
 		budget int64
 		closed bool
 	}{{DefaultMemoryBudget, false}, {64 << 10, true}} {
-		p, err := Load(context.Background(), &Options{Dirs: []string{dir}, MemoryBudget: tc.budget, DisableMemo: true})
+		p, err := Load(context.Background(), &Options{Dirs: []string{dir}, MemoryBudget: tc.budget, DisableMemo: true, Timeout: testwait.Patience})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -288,8 +288,14 @@ func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	}
 	// Another process's hold on the log's lock may make it wait: this
 	// goroutine's reader, if it is one, goes on first (package turn).
-	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
-		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}})
+	// The records of earlier calls waiting in the backlog go into the
+	// same write, ahead of the intent.
+	intent := audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
+		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}}
+	wctx := audit.WithBeforeWait(ctx, turn.YieldFunc(ctx))
+	seq, err := e.backlog.Ahead(func(before []audit.Record) (int64, error) {
+		return e.audit.WriteAfter(wctx, before, intent)
+	})
 	if err != nil {
 		return e.Config().Settings.Audit.OnFailure == "allow"
 	}

@@ -93,6 +93,8 @@ type Log struct {
 	// next; enc encodes into it.
 	buf bytes.Buffer
 	enc *json.Encoder
+	// line holds the line appendLine wrote, reused as buf is.
+	line []byte
 	// batch holds the lines of an AppendAll until they are written,
 	// reused from one append to the next.
 	batch []byte
@@ -396,10 +398,10 @@ func (l *Log) closeFiles() error {
 	return nil
 }
 
-// encode returns r's line, newline included. The line is held in l.buf:
-// it is valid until the next encode. It runs with l.mu held.
+// encode returns r's line, newline included. The line is held in l.line
+// or l.buf: it is valid until the next encode. It runs with l.mu held.
 func (l *Log) encode(r Record) ([]byte, error) {
-	return l.encodeLine(r)
+	return l.encodeWith(r, nil)
 }
 
 // encodeLine encodes v, a record, as encode does.
@@ -417,10 +419,16 @@ func (l *Log) encodeLine(v any) ([]byte, error) {
 
 // encodeWith is encode for a record whose Detail comes already encoded,
 // when detail is not nil. The detail is the record's last field, so the
-// line is the one encode would make of the record with its Detail.
+// line is the one encode would make of the record with its Detail. The
+// line is written by hand (appendLine) when it can be, by encoding/json
+// otherwise.
 func (l *Log) encodeWith(r Record, detail []byte) ([]byte, error) {
+	if line, ok := appendLine(l.line[:0], &r, detail); ok {
+		l.line = line
+		return line, nil
+	}
 	if detail == nil {
-		return l.encode(r)
+		return l.encodeLine(r)
 	}
 	r.Detail = nil
 	return l.encodeLine(struct {
@@ -462,6 +470,9 @@ const maxKeptBuf = 64 << 10
 func (l *Log) releaseBuf() {
 	if l.buf.Cap() > maxKeptBuf {
 		l.buf = bytes.Buffer{}
+	}
+	if cap(l.line) > maxKeptBuf {
+		l.line = nil
 	}
 	if cap(l.batch) > maxKeptBuf {
 		l.batch = nil

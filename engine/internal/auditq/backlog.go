@@ -67,6 +67,14 @@ func NewBacklog(sink func(recs []audit.Record, wait func()), opts *BacklogOption
 // not end the process from the timer's goroutine; its stack is logged,
 // not the panic's value, which could hold a secret.
 func (b *Backlog) write(calls []func() []audit.Record, wait func()) {
+	if recs := b.build(calls); len(recs) > 0 && b.sink != nil {
+		b.sink(recs, wait)
+	}
+}
+
+// build returns the records of the releases calls, in order. A release
+// that panics loses its own records (see write).
+func (b *Backlog) build(calls []func() []audit.Record) []audit.Record {
 	var recs []audit.Record
 	for _, release := range calls {
 		func() {
@@ -78,9 +86,25 @@ func (b *Backlog) write(calls []func() []audit.Record, wait func()) {
 			recs = append(recs, release()...)
 		}()
 	}
-	if len(recs) > 0 && b.sink != nil {
-		b.sink(recs, wait)
+	return recs
+}
+
+// Ahead writes a record that must be in the log before what it records
+// happens (a call's intent) with write, which it hands the records of
+// the calls waiting in the backlog: write puts them ahead of the record,
+// in the same write ([Queue.WriteAfter]), so that a stream of calls
+// costs one write each rather than an intent's and the backlog's. While
+// the backlog is being written (by its timer, say), Ahead does not wait
+// for it: write gets no records. It returns what write returns.
+func (b *Backlog) Ahead(write func(before []audit.Record) (int64, error)) (int64, error) {
+	if !b.writing.TryLock() {
+		return write(nil)
 	}
+	defer b.writing.Unlock()
+	b.mu.Lock()
+	calls := b.take()
+	b.mu.Unlock()
+	return write(b.build(calls))
 }
 
 // Add keeps a call's release ([WithHeld]) for the next write of the

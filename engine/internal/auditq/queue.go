@@ -136,10 +136,7 @@ func (q *Queue) PushAll(rs []audit.Record, wait func()) {
 	case wait != nil && w.queued.Load() == 0:
 		_, _ = q.append(audit.WithBeforeWait(context.Background(), wait), w, rs, 0)
 	default:
-		w.queued.Add(int64(len(rs)))
-		for _, r := range rs {
-			w.ch <- r
-		}
+		q.toWriter(w, rs)
 	}
 }
 
@@ -271,8 +268,23 @@ func (q *Queue) append(ctx context.Context, w *writer, rs []audit.Record, uncoun
 // [Queue.Health]) and the error says why; the record is not counted as
 // lost, since its caller does not go on as if it were written.
 func (q *Queue) Write(ctx context.Context, r audit.Record) (int64, error) {
+	return q.WriteAfter(ctx, nil, r)
+}
+
+// WriteAfter is [Queue.Write] for r led by before, records waiting to be
+// written (a [Backlog]'s, see [Backlog.Ahead]): they go into the same
+// write, ahead of r, so that a stream of calls costs one write each.
+// While records handed to the writer are not written yet, before go to
+// the writer behind them instead, as [Queue.PushAll]'s do. The records of
+// before are never lost unsaid: when the write fails they count as lost,
+// and when it is abandoned (ctx ended) before anything is written they
+// go to the writer.
+func (q *Queue) WriteAfter(ctx context.Context, before []audit.Record, r audit.Record) (int64, error) {
 	openErr := q.Open()
 	r.Workspace, r.Session, r.Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
+	for i := range before {
+		before[i].Workspace, before[i].Session, before[i].Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
+	}
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	w := q.w.Load()
@@ -280,8 +292,26 @@ func (q *Queue) Write(ctx context.Context, r audit.Record) (int64, error) {
 		if openErr == nil {
 			openErr = audit.ErrClosed
 		}
-		q.failed(0, openErr, lostGap{})
+		q.failed(int64(len(before)), openErr, lostGap{})
 		return 0, openErr
 	}
-	return q.append(ctx, w, []audit.Record{r}, 1)
+	if len(before) > 0 && w.queued.Load() > 0 {
+		q.toWriter(w, before)
+		before = nil
+	}
+	seq, err := q.append(ctx, w, append(before, r), 1)
+	if err != nil && len(before) > 0 && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Abandoned before the write: nothing of it is in the log.
+		q.toWriter(w, before)
+	}
+	return seq, err
+}
+
+// toWriter hands rs to w's goroutine, in order. It runs with q.mu read
+// locked.
+func (q *Queue) toWriter(w *writer, rs []audit.Record) {
+	w.queued.Add(int64(len(rs)))
+	for _, r := range rs {
+		w.ch <- r
+	}
 }

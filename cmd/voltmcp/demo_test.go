@@ -75,7 +75,11 @@ func TestDemoKeep(t *testing.T) {
 	if r.code != exitOK || m == nil {
 		t.Fatalf("want exit 0 and the path of the kept workspace\n%s", r)
 	}
-	for _, p := range []string{"bin/notes", "project/.volt/mcp.json", "agent/mcp/cache/notes.json"} {
+	// The metadata cache holds a file per server, named by its identity.
+	if cached, _ := filepath.Glob(filepath.Join(m[1], "agent", "mcp", "cache", "*.json")); len(cached) != 3 {
+		t.Errorf("the kept workspace's metadata cache holds %d files; want one per server, 3: %v", len(cached), cached)
+	}
+	for _, p := range []string{"bin/notes", "project/.volt/mcp.json"} {
 		if runtime.GOOS == "windows" && strings.HasPrefix(p, "bin/") {
 			p += ".exe"
 		}

@@ -5,7 +5,7 @@
 // where the integration tests find them. The README's test command runs
 // it before `go test`:
 //
-//	go run ./internal/npmpeers/install && go test -race -timeout 30m ./...
+//	go run ./internal/npmpeers/install && go test -race -timeout 45m ./...
 //
 // A repeated run does nothing while the pins are unchanged. Without npm,
 // or when the install fails, it prints one line saying which tests will

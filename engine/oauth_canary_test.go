@@ -15,8 +15,8 @@ import (
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
-// TestOAuthCanarySweep runs every OAuth flow (authorization, a refresh at
-// each use, a refresh by another gateway, a refresh that fails, a 401 on
+// TestOAuthCanarySweep runs every OAuth flow (authorization, a refresh of
+// an expired token, a refresh by another gateway, a refresh that fails, a 401 on
 // a live legacy SSE session, logout with and without a revocation) and
 // checks that no token, code or client secret appears in anything the
 // engine produces or writes but the token files: results, errors,
@@ -24,7 +24,8 @@ import (
 // and every other file under the agent directory (audit log, caches).
 func TestOAuthCanarySweep(t *testing.T) {
 	const secret = "canaryCLIENTSECRET5e2b7c9d41"
-	// pre's tokens live less than the refresh margin: each use refreshes.
+	// pre's tokens live 5 s: a use after one has expired refreshes it
+	// (due, whatever the refresh margin).
 	pre := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second, ClientID: "voltmcp-test", ClientSecret: secret, NoRegistration: true})
 	sse := oauthtest.New(t, &oauthtest.Options{SSE: true})
 	auth := func(extra map[string]any) map[string]any {
@@ -112,14 +113,20 @@ func TestOAuthCanarySweep(t *testing.T) {
 		say(what+" diagnostics", e.Diagnostics())
 	}
 
-	// Authorize both, and use them: pre refreshes at each use.
+	// Authorize both, and use them: pre refreshes each token that has
+	// expired.
+	preToken := filepath.Join(opts.AgentDir, "mcp", "auth", "pre.json")
 	e1 := engine(true)
 	for _, id := range []string{"pre", "sse"} {
 		if err := e1.Connect(ctx, id); err != nil {
 			t.Fatalf("connect %s: %v", id, err)
 		}
+		if id == "pre" {
+			oauthtest.WaitExpired(t, preToken)
+		}
 		call(e1, "first call "+id, id)
 	}
+	oauthtest.WaitExpired(t, preToken)
 	call(e1, "second call pre", "pre")
 	// The SSE server forgets its grants while the session is live: the
 	// POST of the next call is answered 401, and the handler authorizes
@@ -134,10 +141,12 @@ func TestOAuthCanarySweep(t *testing.T) {
 
 	// Another gateway refreshes the stored token.
 	e2 := engine(false)
+	oauthtest.WaitExpired(t, preToken)
 	call(e2, "call by another gateway", "pre")
 	// The authorization server forgets its grants: the refresh fails, and
 	// the server needs an authorization.
 	pre.ForgetGrants()
+	oauthtest.WaitExpired(t, preToken)
 	r := gw(t, e2, GatewayInput{Action: "call", Server: "pre", Tool: "echo", Arguments: map[string]any{"text": "x"}})
 	say("call after a failed refresh", r.Text)
 	if !r.IsError || !strings.Contains(r.Text, "voltmcp auth pre") {

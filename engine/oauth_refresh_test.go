@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,10 +16,9 @@ import (
 // TestOAuthRefreshSharedAcrossGateways runs two gateways on one agent dir
 // against an authorization server that rotates refresh tokens and revokes
 // the whole grant when a used one comes back. Both start from the stored
-// token and refresh at once, again and again (its tokens are too short-
-// lived for oauth2 to use them without a refresh): the refreshes are
-// serialized by the token file's lock, each gateway uses the token the
-// other stored, and the grant survives.
+// token after it has expired, so both find it due at once: the
+// refreshes are serialized by the token file's lock, each gateway uses
+// the token the other stored, and the grant survives.
 func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
 	f := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
 	var log bytes.Buffer
@@ -31,6 +31,7 @@ func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
+	oauthtest.WaitExpired(t, filepath.Join(opts.AgentDir, "mcp", "auth", "o.json"))
 
 	opts.Authorize = nil // a gateway that loses the grant cannot get another
 	gateways := []*Engine{start(t, opts), start(t, opts)}

@@ -26,7 +26,8 @@ import (
 func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
 	for _, tr := range oauthTransports {
 		t.Run(tr, func(t *testing.T) {
-			// Tokens that live less than the refresh margin: each use refreshes.
+			// Tokens that live 5 s: the stored one has expired, so is
+			// due, when the next engine uses it.
 			o := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second, SSE: tr == "sse"})
 			cfg := func(auth map[string]any) Options {
 				return workspace(t, map[string]server{"o": {"url": o.MCPURL, "transport": tr, "connectTimeoutMs": 10000, "auth": auth}}, nil)
@@ -43,6 +44,7 @@ func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
 			}
 			e.Close()
 			refreshes := o.Refreshes.Load()
+			oauthtest.WaitExpired(t, filepath.Join(agent, "mcp", "auth", "o.json"))
 
 			strict := cfg(map[string]any{"type": "oauth"})
 			strict.AgentDir = agent

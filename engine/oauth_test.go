@@ -193,7 +193,8 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 }
 
 func TestOAuthRefreshesStoredToken(t *testing.T) {
-	// Tokens that expire within oauth2's 10 s margin are refreshed at once.
+	// The stored token has expired when the next engine starts: it is
+	// refreshed, and the new one stored.
 	f := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
 	var log bytes.Buffer
 	opts := oauthWorkspace(t, f.MCPURL, &log)
@@ -208,6 +209,7 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 	path := filepath.Join(opts.AgentDir, "mcp", "auth", "o.json")
 	before, _ := os.ReadFile(path)
 	refreshes := f.Refreshes.Load()
+	oauthtest.WaitExpired(t, path)
 
 	opts.Authorize = nil
 	e2 := start(t, opts)
@@ -226,6 +228,7 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 	// The authorization server forgets every grant: the refresh fails, and
 	// the server needs a new authorization instead of failing outright.
 	f.ForgetGrants()
+	oauthtest.WaitExpired(t, path)
 	e3 := start(t, opts)
 	if err := e3.Connect(ctx, "o"); err == nil || !strings.Contains(err.Error(), "authorization required") {
 		t.Errorf("after a failed refresh: %v", err)
@@ -234,6 +237,9 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 		t.Errorf("after a failed refresh: status %s", s.Status)
 	}
 	e3.Close()
+	if l := log.String(); !strings.Contains(l, "oauth token refresh failed") || f.Leaked(l) != "" {
+		t.Errorf("the log misses the failed refresh, or shows a token:\n%s", l)
+	}
 	opts.Authorize = headless(t, &calls)
 	e4 := start(t, opts)
 	if err := e4.Connect(ctx, "o"); err != nil || calls.Load() != 2 {

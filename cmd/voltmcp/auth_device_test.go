@@ -385,9 +385,9 @@ func TestHasDisplay(t *testing.T) {
 
 func TestAuthDeviceTokenRefreshes(t *testing.T) {
 	t.Parallel()
-	// Access tokens of 1 s are stale at once (x/oauth2 renews 10 s before
-	// the expiry): every use after the device login refreshes, as the
-	// browser flow's tokens do.
+	// Access tokens of 1 s: the call after the device login, once the
+	// stored one has expired, refreshes it, as the browser flow's tokens
+	// are.
 	s := oauthtest.New(t, &oauthtest.Options{Device: true, DeviceInterval: 1, TTL: time.Second})
 	home, env := oauthServers(t, nil, map[string]*oauthtest.Server{"o": s}, nil)
 	asked, wait := startLogin(t, env, "o", "--device")
@@ -403,6 +403,7 @@ func TestAuthDeviceTokenRefreshes(t *testing.T) {
 		t.Fatalf("auth:\n%s", r)
 	}
 	before := s.Refreshes.Load()
+	oauthtest.WaitExpired(t, filepath.Join(home, ".volt", "agent", "mcp", "auth", "o.json"))
 	c := runCLI(t, env, "call", "o", "echo", "--args", `{"text": "fresh"}`)
 	if c.code != exitOK || !strings.Contains(c.stdout, "fresh") {
 		t.Fatalf("call:\n%s", c)

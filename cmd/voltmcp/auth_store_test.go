@@ -59,9 +59,8 @@ func holders(procs []*exec.Cmd, path string) int {
 // server sees one refresh and no reuse.
 func TestAuthRefreshOnceAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	// Tokens that live less than the refresh margin are due at once: the
-	// login's own first use refreshes it, and the token it stores is due
-	// again.
+	// The login stores a token that lives 5 s; once it has expired it is
+	// due, whatever the refresh margin.
 	o := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
 	home, _ := oauthServers(t, nil, map[string]*oauthtest.Server{"o": o}, nil)
 	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
@@ -70,6 +69,7 @@ func TestAuthRefreshOnceAcrossProcesses(t *testing.T) {
 	o.SetTTL(time.Hour) // the next refresh gives a token that is not due
 
 	store := filepath.Join(home, ".volt", "agent", "mcp", "auth", "o.json")
+	oauthtest.WaitExpired(t, store)
 	ctx := testwait.Context(t)
 	unlock, err := safefile.Lock(ctx, store)
 	if err != nil {

@@ -40,12 +40,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voltmcp/voltmcp/internal/testwait"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -304,6 +307,28 @@ func (s *Server) Leaked(text string) string {
 		}
 	}
 	return ""
+}
+
+// WaitExpired waits until the access token stored in a gateway's token
+// file (its "token" object, as golang.org/x/oauth2 writes it) has
+// expired, so that the gateway refreshes it at its next use whatever its
+// refresh margin: the way a test makes a stored token due without
+// relying on how long before its expiry the gateway refreshes it.
+func WaitExpired(tb testing.TB, tokenFile string) {
+	tb.Helper()
+	data, err := os.ReadFile(tokenFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var f struct {
+		Token struct {
+			Expiry time.Time `json:"expiry"`
+		} `json:"token"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil || f.Token.Expiry.IsZero() {
+		tb.Fatalf("%s holds no token expiry (%v)", tokenFile, err)
+	}
+	testwait.For(tb, "the stored token to expire", func() bool { return time.Now().After(f.Token.Expiry) })
 }
 
 // ForgetGrants revokes every token, as an authorization server that lost

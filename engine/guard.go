@@ -42,7 +42,12 @@ type guard struct {
 	polReady  chan struct{}
 	plugReady chan struct{}
 
-	pol    *policies.Policies
+	// pol is the policy set every decision is made with, read from any
+	// goroutine (a call's, the audit log writer's for the redactor). It
+	// is an atomic pointer so that a set put in its place while the guard
+	// runs (the tests of policy failures swap a failing set for a
+	// healthy one) is seen by the next decision without a data race.
+	pol    atomic.Pointer[policies.Policies]
 	polErr error
 
 	// red is the redact decision once the policies made it. Until they
@@ -129,7 +134,7 @@ func newGuard(e *Engine, cfg *cue.Config) *guard {
 // closed; the error is also kept for status.
 func (g *guard) policies() *policies.Policies {
 	<-g.polReady
-	return g.pol
+	return g.pol.Load()
 }
 
 // decide makes a tools decision: Options.Decide when set, else the Rego

@@ -140,8 +140,8 @@ func TestGuardPreparesInTheBackground(t *testing.T) {
 			default:
 				t.Fatal("the plugins are ready before the policies")
 			}
-			if g.pol == nil || g.polErr != nil {
-				t.Fatalf("policies: %v, %v; want them loaded", g.pol, g.polErr)
+			if g.pol.Load() == nil || g.polErr != nil {
+				t.Fatalf("policies: %v, %v; want them loaded", g.pol.Load(), g.polErr)
 			}
 			if !tt.loads {
 				if g.plugErr == nil || !strings.Contains(g.plugErr.Error(), "does not match its pin") {

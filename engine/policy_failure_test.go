@@ -45,7 +45,7 @@ deny contains "never" if count([x | some x in numbers.range(1, 200000)]) < 0
 	g := e.guard.Load()
 	g.policies()
 	use := func(p *policies.Policies) {
-		g.pol = p
+		g.pol.Store(p)
 		g.decMu.Lock()
 		clear(g.decs) // what discovery decided with the healthy set
 		g.decMu.Unlock()
@@ -57,7 +57,7 @@ deny contains "never" if count([x | some x in numbers.range(1, 200000)]) < 0
 	if r := call(); !r.IsError || !strings.Contains(r.Text, "did not finish within") {
 		t.Fatalf("a call past the policy deadline: %s; want a deny naming the deadline", r.Text)
 	}
-	g.pol = healthy // the cache is left as the failed call left it
+	g.pol.Store(healthy) // the cache is left as the failed call left it
 	if r := call(); r.IsError {
 		t.Fatalf("the same call with the policy back in time: %s; want it decided again and allowed", r.Text)
 	}
@@ -128,7 +128,7 @@ func TestRedactFailureIsNotKept(t *testing.T) {
 	if got := g.redactor().Redact(secret); !strings.Contains(got, "ACME-123456") {
 		t.Fatalf("with the redact policy past its deadline: %q; want the built-in patterns only", got)
 	}
-	g.pol = healthy
+	g.pol.Store(healthy)
 	g.redMu.Lock()
 	g.redRetry = time.Now().Add(-time.Second)
 	g.redMu.Unlock()

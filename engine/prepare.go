@@ -34,10 +34,12 @@ func (g *guard) prepare(ctx context.Context) {
 // set LoadPolicies loads from Options.PolicyDirs and settings.policies.
 func (g *guard) loadPolicies(ctx context.Context) {
 	if g.e.opts.Policies != nil {
-		g.pol = g.e.opts.Policies
+		g.pol.Store(g.e.opts.Policies)
 		return
 	}
-	g.pol, g.polErr = LoadPolicies(ctx, g.e.opts.PolicyDirs, g.cfg.Policies, g.secrets)
+	pol, err := LoadPolicies(ctx, g.e.opts.PolicyDirs, g.cfg.Policies, g.secrets)
+	g.pol.Store(pol)
+	g.polErr = err
 	if g.polErr != nil && ctx.Err() == nil {
 		g.e.log.Error("policies failed to load; every decision denies", "err", g.polErr)
 	}

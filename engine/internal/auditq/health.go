@@ -17,12 +17,18 @@ type health struct {
 	// pending says the note of lost records beside the log may hold
 	// records no audit_gap names yet.
 	pending atomic.Bool
-	mu      sync.Mutex
-	lost    int64     // records lost, not in the note of lost records, and not yet named
-	noted   int64     // records lost and put in the note since the last audit_gap record
-	gaps    int       // audit_gap records being written
-	since   time.Time // when the log started failing
-	cause   string    // the first failure's error
+	// noteMu serializes reading the note of lost records for an
+	// audit_gap record with taking them off it once that record is
+	// written, and guards naming: within a process, a record of the
+	// note is named by one audit_gap record, however many appends run.
+	noteMu sync.Mutex
+	naming int64 // records of the note named by audit_gap records being written
+	mu     sync.Mutex
+	lost   int64     // records lost, not in the note of lost records, and not yet named
+	noted  int64     // records lost and put in the note since the last audit_gap record
+	gaps   int       // audit_gap records being written
+	since  time.Time // when the log started failing
+	cause  string    // the first failure's error
 }
 
 // Health is the state of a [Queue]'s log.
@@ -68,6 +74,11 @@ func (g lostGap) total() int64 { return g.mem + g.noted }
 // count.
 func (q *Queue) failed(n int64, err error, g lostGap) {
 	h := &q.health
+	if g.noted > 0 {
+		h.noteMu.Lock()
+		h.naming -= g.noted // the note still holds them: a later gap names them
+		h.noteMu.Unlock()
+	}
 	h.mu.Lock()
 	if g.total() > 0 {
 		h.gaps--
@@ -109,15 +120,29 @@ func (q *Queue) gap() (audit.Record, lostGap) {
 		return audit.Record{}, lostGap{}
 	}
 	var g lostGap
-	note, err := audit.PendingLost(q.path)
-	if err == nil {
-		g.noted = note.Records
+	var note audit.LostNote
+	// While an audit_gap record of this process names the note, another
+	// append does not name it again: the note is read and its records
+	// taken off it under noteMu, and what the note gained meanwhile is
+	// named by the append after that record's. Only writers of two
+	// processes that resume at the same moment may both name a note.
+	h.noteMu.Lock()
+	named := h.naming > 0
+	if !named {
+		var err error
+		if note, err = audit.PendingLost(q.path); err == nil {
+			g.noted = note.Records
+			h.naming = g.noted
+		}
 	}
+	h.noteMu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	g.mem = h.lost
 	if g.total() == 0 {
-		h.pending.Store(false)
+		if !named {
+			h.pending.Store(false)
+		}
 		return audit.Record{}, lostGap{}
 	}
 	h.lost = 0
@@ -139,12 +164,15 @@ func (q *Queue) gap() (audit.Record, lostGap) {
 func (q *Queue) written(g lostGap) {
 	h := &q.health
 	if g.noted > 0 {
+		h.noteMu.Lock()
 		if err := audit.ForgetLost(context.Background(), q.path, g.noted); err != nil {
 			// Not named again by this process on every append; a later
 			// one may name them twice, which overstates the loss.
 			h.pending.Store(false)
 			q.log.Warn("audit log", "problem", err.Error())
 		}
+		h.naming -= g.noted
+		h.noteMu.Unlock()
 	}
 	if !h.failing.Load() {
 		if g.total() > 0 {

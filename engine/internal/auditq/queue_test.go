@@ -1,6 +1,7 @@
 package auditq
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,5 +141,77 @@ func TestQueueHealth(t *testing.T) {
 	gap := recs[0]
 	if lost, _ := gap.Detail["lost"].(float64); lost != 3 || gap.Status != "resumed" || gap.Session != "sess" {
 		t.Errorf("audit_gap record %+v, want 3 lost", gap)
+	}
+}
+
+// TestQueueNamesANoteOnce checks that the records of the note of lost
+// records (audit.NoteLost) are named by one audit_gap record of a
+// process however many of its appends run at once as the log resumes:
+// the writer's and those of callers that append themselves (PushAll and
+// WriteAfter). Each round the gaps' counts must add up to the records
+// lost, not more, and the note must end empty.
+func TestQueueNamesANoteOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		noted   int64
+		writers int
+	}{
+		{"one record noted, two appends", 1, 2},
+		{"many records noted, many appends", 7, 8},
+		{"a note of another process, appends of every way", 3, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for round := range 5 {
+				path := filepath.Join(t.TempDir(), "audit.jsonl")
+				if err := audit.NoteLost(testwait.Context(t), path, tc.noted, time.Now(), "disk full"); err != nil {
+					t.Fatal(err)
+				}
+				q := NewQueue(path, nil)
+				if err := q.Open(); err != nil {
+					t.Fatal(err)
+				}
+				start := make(chan struct{})
+				done := make(chan struct{})
+				for i := range tc.writers {
+					go func() {
+						defer func() { done <- struct{}{} }()
+						<-start
+						r := audit.Record{Kind: audit.KindCall, Tool: "t" + strconv.Itoa(i)}
+						switch i % 3 {
+						case 0:
+							q.PushAll([]audit.Record{r}, func() {})
+						case 1:
+							if _, err := q.WriteAfter(context.Background(), []audit.Record{r}, audit.Record{Kind: audit.KindCallIntent}); err != nil {
+								t.Error(err)
+							}
+						default:
+							q.Push(r)
+						}
+					}()
+				}
+				close(start)
+				for range tc.writers {
+					<-done
+				}
+				q.Close()
+				gaps, _, err := audit.Read(path, audit.Query{Kind: audit.KindAuditGap})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var named float64
+				for _, g := range gaps {
+					n, _ := g.Detail["lost"].(float64)
+					named += n
+				}
+				if named != float64(tc.noted) {
+					t.Fatalf("round %d: %d audit_gap records name %v lost records, want %d", round, len(gaps), named, tc.noted)
+				}
+				if note, err := audit.PendingLost(path); err != nil || note.Records != 0 {
+					t.Fatalf("round %d: the note after the log resumed: %+v %v", round, note, err)
+				}
+			}
+		})
 	}
 }

@@ -107,18 +107,9 @@ func Open(path string, opts *ReadOptions) (*os.File, fs.FileInfo, error) {
 	if info, err := stat(path); err == nil && !info.Mode().IsRegular() {
 		return nil, nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
 	}
-	f, err := openNonblock(path, o.NoFollow)
+	f, info, err := regular(path)(openNonblock(path, o.NoFollow))
 	if err != nil {
 		return nil, nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
 	}
 	if limit := o.maxSize(); limit >= 0 && info.Size() > limit {
 		f.Close()
@@ -139,20 +130,29 @@ func Open(path string, opts *ReadOptions) (*os.File, fs.FileInfo, error) {
 // ever or write somewhere else. It returns what fstat says of the file;
 // the caller closes it.
 func OpenAppend(path string, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
-	f, err := openAppend(path, perm)
-	if err != nil {
-		return nil, nil, err
+	return regular(path)(openAppend(path, perm))
+}
+
+// regular returns the check that a file just opened at path is a
+// regular file, by fstat: it takes the open's result and returns the
+// file with what fstat says of it, or closes it and returns a
+// [*NotRegularError].
+func regular(path string) func(*os.File, error) (*os.File, fs.FileInfo, error) {
+	return func(f *os.File, err error) (*os.File, fs.FileInfo, error) {
+		if err != nil {
+			return nil, nil, err
+		}
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		if !info.Mode().IsRegular() {
+			f.Close()
+			return nil, nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
+		}
+		return f, info, nil
 	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, &NotRegularError{Path: path, Kind: kindOf(info.Mode())}
-	}
-	return f, info, nil
 }
 
 // ReadFile reads the whole of the regular file at path, as [Open] opens

@@ -21,12 +21,22 @@ func openNonblock(path string, noFollow bool) (*os.File, error) {
 		flags |= syscall.O_NOFOLLOW
 	}
 	f, err := os.OpenFile(path, flags, 0)
-	if err != nil && noFollow && errors.Is(err, syscall.ELOOP) {
-		if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
-			return nil, &NotRegularError{Path: path, Kind: "symlink"}
-		}
+	if noFollow {
+		return f, linkRefused(path, err)
 	}
 	return f, err
+}
+
+// linkRefused names the error of an O_NOFOLLOW open that met a
+// symbolic link at path: a [*NotRegularError] of kind symlink. Any other
+// error, or none, is returned as it is.
+func linkRefused(path string, err error) error {
+	if err != nil && errors.Is(err, syscall.ELOOP) {
+		if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return &NotRegularError{Path: path, Kind: "symlink"}
+		}
+	}
+	return err
 }
 
 // openAppend opens path read-write for appending, creating it, with
@@ -34,12 +44,7 @@ func openNonblock(path string, noFollow bool) (*os.File, error) {
 // and O_NOFOLLOW.
 func openAppend(path string, perm fs.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-	if err != nil && errors.Is(err, syscall.ELOOP) {
-		if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
-			return nil, &NotRegularError{Path: path, Kind: "symlink"}
-		}
-	}
-	return f, err
+	return f, linkRefused(path, err)
 }
 
 // openLockFile opens (creating, 0600) the lock file at path. It refuses

@@ -52,34 +52,16 @@ func scrubMetadata(m *Metadata, sc *transport.Scrubber) {
 	m.Tools = scrubTools(m, m.Tools, sc, true)
 	m.Held = scrubTools(m, m.Held, sc, false)
 	m.Hash = metadataHash(m.Tools)
-	resources := m.Resources[:0]
-	for _, r := range m.Resources {
-		if text(r.URI) != r.URI {
-			m.dropSecret("resource", r.URI, sc)
-			continue
-		}
-		n := r
-		n.Name, n.Title, n.Description, n.MIMEType = text(r.Name), text(r.Title), text(r.Description), text(r.MIMEType)
-		if n != r {
-			m.cleanedSecret("resource", n.URI)
-		}
-		resources = append(resources, n)
-	}
-	m.Resources = resources
-	templates := m.ResourceTemplates[:0]
-	for _, r := range m.ResourceTemplates {
-		if text(r.URITemplate) != r.URITemplate {
-			m.dropSecret("resource template", r.URITemplate, sc)
-			continue
-		}
-		n := r
-		n.Name, n.Title, n.Description, n.MIMEType = text(r.Name), text(r.Title), text(r.Description), text(r.MIMEType)
-		if n != r {
-			m.cleanedSecret("resource template", n.URITemplate)
-		}
-		templates = append(templates, n)
-	}
-	m.ResourceTemplates = templates
+	m.Resources = scrubItems(m, sc, "resource", m.Resources, func(r Resource) string { return r.URI },
+		func(r Resource) Resource {
+			r.Name, r.Title, r.Description, r.MIMEType = text(r.Name), text(r.Title), text(r.Description), text(r.MIMEType)
+			return r
+		})
+	m.ResourceTemplates = scrubItems(m, sc, "resource template", m.ResourceTemplates, func(r ResourceTemplate) string { return r.URITemplate },
+		func(r ResourceTemplate) ResourceTemplate {
+			r.Name, r.Title, r.Description, r.MIMEType = text(r.Name), text(r.Title), text(r.Description), text(r.MIMEType)
+			return r
+		})
 	prompts := m.Prompts[:0]
 next:
 	for _, p := range m.Prompts {
@@ -107,6 +89,26 @@ next:
 		prompts = append(prompts, n)
 	}
 	m.Prompts = prompts
+}
+
+// scrubItems scrubs items of one kind (resources, resource templates) in
+// place as [scrubMetadata] does: an item whose identifier (id) holds a
+// secret is dropped, the others pass through scrub, and those it changed
+// are listed as cleaned.
+func scrubItems[T comparable](m *Metadata, sc *transport.Scrubber, kind string, items []T, id func(T) string, scrub func(T) T) []T {
+	out := items[:0]
+	for _, r := range items {
+		if sc.Text(id(r)) != id(r) {
+			m.dropSecret(kind, id(r), sc)
+			continue
+		}
+		n := scrub(r)
+		if n != r {
+			m.cleanedSecret(kind, id(n))
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // scrubTools scrubs tools as [scrubMetadata] does, dropping those whose

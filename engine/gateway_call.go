@@ -280,22 +280,20 @@ func (c *callAudit) write(r GatewayResult) {
 // call must be refused instead: the intent could not be written, and
 // settings.audit.onFailure is not "allow". A read is not written ahead.
 // The intent is one append of one short line (audit.Log), not synced
-// unless the log syncs every record: the call's record, which names it,
-// holds the rest (the arguments' summary, the decision's input).
+// unless the log syncs every record, and it goes alone: the records of
+// earlier calls waiting in the backlog stay there for its timer, so that
+// building and encoding them does not delay the call (RATIONALE.md).
+// The call's record, which names the intent, holds the rest (the
+// arguments' summary, the decision's input).
 func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	if e.opts.DisableAudit || c.ti.Risk == RiskRead {
 		return true
 	}
 	// Another process's hold on the log's lock may make it wait: this
 	// goroutine's reader, if it is one, goes on first (package turn).
-	// The records of earlier calls waiting in the backlog go into the
-	// same write, ahead of the intent.
 	intent := audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
 		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}}
-	wctx := audit.WithBeforeWait(ctx, turn.YieldFunc(ctx))
-	seq, err := e.backlog.Ahead(func(before []audit.Record) (int64, error) {
-		return e.audit.WriteAfter(wctx, before, intent)
-	})
+	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), intent)
 	if err != nil {
 		return e.Config().Settings.Audit.OnFailure == "allow"
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/voltmcp/voltmcp/engine/audit"
 )
@@ -36,66 +37,50 @@ func tools(recs []audit.Record) []string {
 	return out
 }
 
-// TestBacklogAhead checks that an intent written with Backlog.Ahead and
-// Queue.WriteAfter takes the records waiting in the backlog into its
-// write, ahead of it, with the chain intact and each record written
-// once; that it takes none while the backlog is being written; that
-// records handed over by a write that fails count as lost, the intent
-// not; and that those of a write abandoned before it starts (its
-// context ended) are written by the writer, once.
-func TestBacklogAhead(t *testing.T) {
+// TestWriteIntent checks that an intent written with Queue.Write is in
+// the log when Write returns, before the records of earlier calls still
+// waiting in the backlog, with the chain intact and each record written
+// once; that an intent that cannot be written is refused and not
+// counted as lost; and that one abandoned before it is written (its
+// context ended) leaves the log healthy and the loss a gap was about to
+// name still to be named.
+func TestWriteIntent(t *testing.T) {
 	t.Parallel()
 	call := func(tool string) func() []audit.Record {
 		return func() []audit.Record { return []audit.Record{{Kind: audit.KindCall, Tool: tool}} }
 	}
 	intent := func(tool string) audit.Record { return audit.Record{Kind: audit.KindCallIntent, Tool: tool} }
 
-	t.Run("coalesced", func(t *testing.T) {
+	t.Run("alone", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "audit.jsonl")
 		q := NewQueue(path, &QueueOptions{Session: "s"})
 		b := NewBacklog(q.PushAll, nil)
 		b.mu.Lock()
-		b.armed = true // the timer kept out of the way: Ahead writes the backlog
+		b.armed = true // the timer kept out of the way
 		b.mu.Unlock()
 		b.Add(call("a"), func() {})
-		b.Add(call("b"), func() {})
-		var handed int
-		seq, err := b.Ahead(func(before []audit.Record) (int64, error) {
-			handed = len(before)
-			return q.WriteAfter(context.Background(), before, intent("c"))
-		})
-		if err != nil || handed != 2 || seq != 3 {
-			t.Fatalf("Ahead handed %d records and wrote seq %d (%v), want 2 and seq 3", handed, seq, err)
+		seq, err := q.Write(context.Background(), intent("b"))
+		if err != nil || seq != 1 {
+			t.Fatalf("Write: seq %d (%v), want 1", seq, err)
 		}
-		// In the log before the backlog's own write (Close).
+		// In the log before the backlog's own write (Close), alone.
 		recs := readAll(t, path, false)
-		if got := fmt.Sprint(tools(recs)); got != "[a b c]" || recs[0].Session != "s" || recs[2].Kind != audit.KindCallIntent {
-			t.Fatalf("records %s (%+v), want the backlog's calls a and b, then the intent c", got, recs)
-		}
-		// The backlog being written: Ahead does not wait, and takes none.
-		b.Add(call("d"), func() {})
-		b.writing.Lock()
-		_, err = b.Ahead(func(before []audit.Record) (int64, error) {
-			handed = len(before)
-			return q.WriteAfter(context.Background(), before, intent("e"))
-		})
-		b.writing.Unlock()
-		if err != nil || handed != 0 {
-			t.Fatalf("Ahead while the backlog is written handed %d records (%v), want none", handed, err)
+		if got := fmt.Sprint(tools(recs)); got != "[b]" || recs[0].Session != "s" || recs[0].Kind != audit.KindCallIntent {
+			t.Fatalf("records %s (%+v), want the intent b alone", got, recs)
 		}
 		b.Close()
 		q.Close()
-		if got := fmt.Sprint(tools(readAll(t, path, false))); got != "[a b c e d]" {
-			t.Fatalf("records %s, want [a b c e d]", got)
+		if got := fmt.Sprint(tools(readAll(t, path, false))); got != "[b a]" {
+			t.Fatalf("records %s, want [b a]", got)
 		}
 	})
 
 	t.Run("stream", func(t *testing.T) {
 		t.Parallel()
-		// Calls on several goroutines, each adding its record to the
-		// backlog and writing its intent, against the backlog's timer:
-		// every record is written once, the chain intact.
+		// Calls on several goroutines, each writing its intent and
+		// adding its record to the backlog, against the backlog's
+		// timer: every record is written once, the chain intact.
 		path := filepath.Join(t.TempDir(), "audit.jsonl")
 		q := NewQueue(path, nil)
 		b := NewBacklog(q.PushAll, nil)
@@ -105,9 +90,7 @@ func TestBacklogAhead(t *testing.T) {
 			wg.Go(func() {
 				for i := range calls {
 					name := fmt.Sprintf("%d-%d", g, i)
-					seq, err := b.Ahead(func(before []audit.Record) (int64, error) {
-						return q.WriteAfter(context.Background(), before, intent(name))
-					})
+					seq, err := q.Write(context.Background(), intent(name))
 					if err != nil {
 						t.Error(err)
 					}
@@ -146,26 +129,42 @@ func TestBacklogAhead(t *testing.T) {
 		}
 		q := NewQueue(path, nil)
 		defer q.Close()
-		if _, err := q.WriteAfter(context.Background(), []audit.Record{{Kind: audit.KindCall}, {Kind: audit.KindCall}}, intent("x")); err == nil {
+		if _, err := q.Write(context.Background(), intent("x")); err == nil {
 			t.Fatal("an intent was written to a directory")
 		}
-		if h := q.Health(); !h.Failing || h.Lost != 2 {
-			t.Fatalf("health %+v, want failing with the 2 records handed over lost, the intent not", h)
+		if h := q.Health(); !h.Failing || h.Lost != 0 {
+			t.Fatalf("health %+v, want failing with nothing lost: the intent's call is refused", h)
 		}
 	})
 
 	t.Run("abandoned", func(t *testing.T) {
 		t.Parallel()
+		// Two records an earlier process lost are noted beside the log:
+		// the first append names them. An intent abandoned before it is
+		// written names nothing, and the next append still names them.
 		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		if err := audit.NoteLost(context.Background(), path, 2, time.Now(), "disk full"); err != nil {
+			t.Fatal(err)
+		}
 		q := NewQueue(path, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := q.WriteAfter(ctx, []audit.Record{{Kind: audit.KindCall, Tool: "a"}, {Kind: audit.KindCall, Tool: "b"}}, intent("x")); err == nil {
+		if _, err := q.Write(ctx, intent("x")); err == nil {
 			t.Fatal("an intent was written with an ended context")
 		}
+		if q.Failing() {
+			t.Fatal("an abandoned intent made the log failing")
+		}
+		if _, err := q.Write(context.Background(), intent("y")); err != nil {
+			t.Fatal(err)
+		}
 		q.Close()
-		if got := fmt.Sprint(tools(readAll(t, path, false))); got != "[a b]" || q.Failing() {
-			t.Fatalf("records %s (failing %v), want a and b written by the writer, the intent not", got, q.Failing())
+		recs := readAll(t, path, false)
+		if len(recs) != 2 || recs[0].Kind != audit.KindAuditGap || recs[0].Detail["lost"] != float64(2) || recs[1].Tool != "y" {
+			t.Fatalf("records %+v, want the audit_gap naming 2, then the intent y", recs)
+		}
+		if note, err := audit.PendingLost(path); err != nil || note.Records != 0 {
+			t.Fatalf("the note after the gap was named: %+v %v", note, err)
 		}
 	})
 }

@@ -89,24 +89,6 @@ func (b *Backlog) build(calls []func() []audit.Record) []audit.Record {
 	return recs
 }
 
-// Ahead writes a record that must be in the log before what it records
-// happens (a call's intent) with write, which it hands the records of
-// the calls waiting in the backlog: write puts them ahead of the record,
-// in the same write ([Queue.WriteAfter]), so that a stream of calls
-// costs one write each rather than an intent's and the backlog's. While
-// the backlog is being written (by its timer, say), Ahead does not wait
-// for it: write gets no records. It returns what write returns.
-func (b *Backlog) Ahead(write func(before []audit.Record) (int64, error)) (int64, error) {
-	if !b.writing.TryLock() {
-		return write(nil)
-	}
-	defer b.writing.Unlock()
-	b.mu.Lock()
-	calls := b.take()
-	b.mu.Unlock()
-	return write(b.build(calls))
-}
-
 // Add keeps a call's release ([WithHeld]) for the next write of the
 // backlog; the call's goroutine, when it must write the backlog itself,
 // calls wait before it would wait for the log (a yield, see package

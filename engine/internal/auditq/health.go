@@ -157,6 +157,26 @@ func (q *Queue) gap() (audit.Record, lostGap) {
 	return r, g
 }
 
+// unnamed puts back what g named, when the write its audit_gap record
+// began was abandoned before anything was written (its context ended):
+// the next append names it, and the log's health is what it was.
+func (q *Queue) unnamed(g lostGap) {
+	if g.total() == 0 {
+		return
+	}
+	h := &q.health
+	if g.noted > 0 {
+		h.noteMu.Lock()
+		h.naming -= g.noted
+		h.noteMu.Unlock()
+	}
+	h.mu.Lock()
+	h.gaps--
+	h.lost += g.mem
+	h.mu.Unlock()
+	h.pending.Store(true)
+}
+
 // written notes a write that succeeded, with an audit_gap record naming
 // g when g names any: its noted records are taken off the note, and
 // once no record is lost unnamed, the log is healthy again, and

@@ -246,6 +246,12 @@ func (q *Queue) append(ctx context.Context, w *writer, rs []audit.Record, uncoun
 	seq, err := w.log.AppendAllSeq(ctx, rs)
 	var we *audit.WriteError
 	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// Abandoned before anything was written (the log looks at ctx
+		// only until it holds the lock): what the gap named is named
+		// by the next append, and nothing failed.
+		q.unnamed(g)
+		return 0, err
 	case errors.As(err, &we):
 		n := int64(max(we.Records-uncounted, 0))
 		if g.total() > 0 && we.Records == len(rs) {
@@ -266,25 +272,11 @@ func (q *Queue) append(ctx context.Context, w *writer, rs []audit.Record, uncoun
 // records happens (a call's intent). Records queued before it may be
 // written after it. When it cannot be written, the log is failing (see
 // [Queue.Health]) and the error says why; the record is not counted as
-// lost, since its caller does not go on as if it were written.
+// lost, since its caller does not go on as if it were written. Nor is a
+// record whose ctx ended before it was written.
 func (q *Queue) Write(ctx context.Context, r audit.Record) (int64, error) {
-	return q.WriteAfter(ctx, nil, r)
-}
-
-// WriteAfter is [Queue.Write] for r led by before, records waiting to be
-// written (a [Backlog]'s, see [Backlog.Ahead]): they go into the same
-// write, ahead of r, so that a stream of calls costs one write each.
-// While records handed to the writer are not written yet, before go to
-// the writer behind them instead, as [Queue.PushAll]'s do. The records of
-// before are never lost unsaid: when the write fails they count as lost,
-// and when it is abandoned (ctx ended) before anything is written they
-// go to the writer.
-func (q *Queue) WriteAfter(ctx context.Context, before []audit.Record, r audit.Record) (int64, error) {
 	openErr := q.Open()
 	r.Workspace, r.Session, r.Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
-	for i := range before {
-		before[i].Workspace, before[i].Session, before[i].Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
-	}
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	w := q.w.Load()
@@ -292,19 +284,10 @@ func (q *Queue) WriteAfter(ctx context.Context, before []audit.Record, r audit.R
 		if openErr == nil {
 			openErr = audit.ErrClosed
 		}
-		q.failed(int64(len(before)), openErr, lostGap{})
+		q.failed(0, openErr, lostGap{})
 		return 0, openErr
 	}
-	if len(before) > 0 && w.queued.Load() > 0 {
-		q.toWriter(w, before)
-		before = nil
-	}
-	seq, err := q.append(ctx, w, append(before, r), 1)
-	if err != nil && len(before) > 0 && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		// Abandoned before the write: nothing of it is in the log.
-		q.toWriter(w, before)
-	}
-	return seq, err
+	return q.append(ctx, w, []audit.Record{r}, 1)
 }
 
 // toWriter hands rs to w's goroutine, in order. It runs with q.mu read

@@ -183,7 +183,7 @@ func TestQueueNamesANoteOnce(t *testing.T) {
 						case 0:
 							q.PushAll([]audit.Record{r}, func() {})
 						case 1:
-							if _, err := q.WriteAfter(context.Background(), []audit.Record{r}, audit.Record{Kind: audit.KindCallIntent}); err != nil {
+							if _, err := q.Write(context.Background(), r); err != nil {
 								t.Error(err)
 							}
 						default:

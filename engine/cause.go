@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 )
 
@@ -13,8 +16,29 @@ import (
 // nested too deep, the limit. Other errors (a timeout, the server's own
 // error answer) come back as they are. It runs only on an error path: a
 // call that succeeds never gets here.
+//
+// An HTTP server's error that it explains is recorded in the server's
+// log (a stdio server's failure is, by [supervisor.fail], with its
+// stderr); a stdio server's names the log.
 func (s *supervisor) explain(op string, err error) error {
-	return transport.Explain(transport.Peer{Server: s.cfg.ID, Stdio: s.cfg.IsStdio(), Last: s.lastTransport, Stderr: s.stderr, Scrub: &s.scrub}, op, err)
+	out := transport.Explain(transport.Peer{Server: s.cfg.ID, Stdio: s.cfg.IsStdio(), Last: s.lastTransport, Stderr: s.stderr,
+		Log: s.logHint(), Scrub: &s.scrub}, op, err)
+	if out != err && !s.cfg.IsStdio() {
+		s.logError(out.Error())
+	}
+	return out
+}
+
+// logHint says how to see the server's whole log and where its file is,
+// under the home directory shortened to "~".
+func (s *supervisor) logHint() string {
+	path := s.serverLog.Path()
+	if home := s.e.opts.Home; home != "" {
+		if rel, err := filepath.Rel(home, path); err == nil && filepath.IsLocal(rel) {
+			path = filepath.Join("~", rel)
+		}
+	}
+	return fmt.Sprintf("voltmcp logs %s (%s)", s.cfg.ID, path)
 }
 
 // lastTransport returns the last stdio process started and the last

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
+	"github.com/voltmcp/voltmcp/engine/serverlog"
 )
 
 // Process and connection bounds.
@@ -82,6 +84,8 @@ type supervisor struct {
 	refreshing   bool
 	refreshAgain bool // asked for while refreshing: refresh once more after
 	stderr       *transport.Ring
+	serverLog    *serverlog.Writer // the server's log (serverlog)
+	lastLogged   string            // the last error serverLog recorded, not recorded twice
 	scrub        transport.Scrubber
 	oauth        oauth.State // for auth type oauth (oauth.go)
 	pins         pinCache    // what is known of the server's pins (pins.go)
@@ -116,6 +120,7 @@ func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	// server is read, shown or stored: its cached metadata below, a
 	// policy's reasons, its first error.
 	s.scrub.Add(serverSecrets(cfg, e.lookup)...)
+	s.serverLog = serverlog.New(serverlog.Path(e.opts.AgentDir, s.ident), serverlog.Options{Server: cfg.ID, Scrub: s.scrub.Text})
 	s.callTimeout = ms(cfg.CallTimeoutMs)
 	if env, _ := bound.FromEnv(e.lookup); env.RequestTimeout > 0 && env.RequestTimeout < s.callTimeout {
 		s.callTimeout = env.RequestTimeout
@@ -175,8 +180,21 @@ func (s *supervisor) getStatus() Status {
 // fail records an error: the status becomes error with the scrubbed text.
 func (s *supervisor) fail(err error) error {
 	err = s.scrub.Err(err)
+	s.logError(err.Error())
 	s.setStatus(StatusError, err.Error())
 	return err
+}
+
+// logError records a failure of the server's connection in its log
+// (scrubbed there), once however many paths report it.
+func (s *supervisor) logError(text string) {
+	s.mu.Lock()
+	again := text == s.lastLogged
+	s.lastLogged = text
+	s.mu.Unlock()
+	if !again {
+		s.serverLog.Record(serverlog.KindError, text)
+	}
 }
 
 // ensure returns a ready session, connecting first if needed. Concurrent
@@ -414,7 +432,7 @@ func (s *supervisor) stdioTransport() (*transport.Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &transport.Stdio{Command: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: s.stderr,
+	return &transport.Stdio{Command: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: io.MultiWriter(s.stderr, s.serverLog),
 		Grace: s.e.grace, Mark: s.e.runs.Mark()}, MaxLine: messageCap(s.lim), Check: s.e.readerCheck.Load()}, nil
 }
 

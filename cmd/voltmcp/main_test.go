@@ -177,6 +177,7 @@ func TestCommandHelp(t *testing.T) {
 		"__complete":    nil,
 		"auth":          {"no-browser", "device", "timeout", "status", "json"},
 		"logout":        {"json"},
+		"logs":          {"follow", "json"},
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

@@ -216,11 +216,28 @@ func (w *Writer) Record(kind, text string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.fullLocked() {
+		return
+	}
 	w.enqueueLocked(kind, clean(text, w.opts.Scrub, false))
+}
+
+// fullLocked reports whether the queue is full, counting the line that
+// finds it so; w.mu is held. It is asked before a line is cleaned, so
+// that a flood of lines costs little once the queue is full.
+func (w *Writer) fullLocked() bool {
+	if len(w.queue) < queueBytes {
+		return false
+	}
+	w.dropped++
+	return true
 }
 
 // lineLocked queues one stderr line; w.mu is held.
 func (w *Writer) lineLocked(line []byte, cut bool) {
+	if w.fullLocked() {
+		return
+	}
 	w.enqueueLocked(KindStderr, clean(string(line), w.opts.Scrub, cut))
 }
 

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +135,59 @@ func TestServerLogFIFODoesNotHang(t *testing.T) {
 	})
 	if !strings.Contains(sum.LogError, "not a regular file (fifo)") || !strings.Contains(sum.LogError, path) {
 		t.Errorf("log error %q", sum.LogError)
+	}
+}
+
+// TestServerLogOfHTTPErrors connects to HTTP servers that fail in
+// different ways (a refused connection, an error status, a connection
+// dropped mid-call): each failure is a record of kind error in the
+// server's log, scrubbed of the secret of its URL.
+func TestServerLogOfHTTPErrors(t *testing.T) {
+	const secret = "tok_CANARY_httplog_0123456789"
+	t.Setenv("VOLTMCP_TEST_HTTPLOG_SECRET", secret)
+	refused := httptest.NewServer(http.NotFoundHandler())
+	refusedURL := refused.URL
+	refused.Close() // nothing listens there any more
+	status := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "upstream broke", http.StatusBadGateway)
+	}))
+	t.Cleanup(status.Close)
+	drop := dropCallServer(t)
+	query := "/mcp?key=${env:VOLTMCP_TEST_HTTPLOG_SECRET}"
+	opts := workspace(t, map[string]server{
+		"refused": {"url": refusedURL + query, "transport": "streamable-http"},
+		"status":  {"url": status.URL + query, "transport": "streamable-http"},
+		"drop":    {"url": drop + "?key=${env:VOLTMCP_TEST_HTTPLOG_SECRET}", "transport": "streamable-http"},
+	}, nil)
+	e := start(t, opts)
+	ctx := testwait.Context(t)
+	for _, c := range []struct {
+		server, tool, want string
+	}{
+		{"refused", "", "connection refused"},
+		{"status", "", "Bad Gateway"},
+		{"drop", "drop", "the server closed the connection during tools/call"},
+	} {
+		if c.tool == "" {
+			if err := e.Connect(ctx, c.server); err == nil {
+				t.Fatalf("%s: connected", c.server)
+			}
+		} else if r := e.Gateway(ctx, GatewayInput{Action: "call", Server: c.server, Tool: c.tool, Arguments: map[string]any{}}); !r.IsError {
+			t.Fatalf("%s: the call succeeded", c.server)
+		}
+		path := serverlog.Path(filepath.Join(opts.Home, ".volt", "agent"), identityOf(t, opts, c.server))
+		var raw []byte
+		testwait.For(t, c.server+"'s log", func() bool {
+			raw, _ = os.ReadFile(path)
+			return strings.Contains(string(raw), c.want)
+		})
+		if !strings.Contains(string(raw), `"kind":"error"`) || !strings.Contains(string(raw), `"server":"`+c.server+`"`) {
+			t.Errorf("%s: log %s", c.server, raw)
+		}
+		for _, form := range redact.Forms(secret) {
+			if strings.Contains(string(raw), form) {
+				t.Errorf("%s: the log holds the secret as %q", c.server, form)
+			}
+		}
 	}
 }

@@ -191,3 +191,35 @@ func TestServerLogOfHTTPErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestServerLogOfAFloodIsBounded runs a server that floods stderr (50
+// MiB): while it does, it answers calls, and its log has rotated and
+// stays within two files of the cap.
+func TestServerLogOfAFloodIsBounded(t *testing.T) {
+	opts := workspace(t, map[string]server{"loud": stdio(mcptest.ModeFloodStderr, nil)}, nil)
+	e := start(t, opts)
+	ctx := testwait.Context(t)
+	path := serverlog.Path(filepath.Join(opts.Home, ".volt", "agent"), identityOf(t, opts, "loud"))
+	if r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "loud", Tool: "echo", Arguments: map[string]any{"text": "hi"}}); r.IsError {
+		t.Fatalf("call: %s", r.Text)
+	}
+	testwait.For(t, "the log to rotate", func() bool {
+		_, err := os.Stat(path + ".1")
+		return err == nil
+	})
+	if r := e.Gateway(ctx, GatewayInput{Action: "call", Server: "loud", Tool: "echo", Arguments: map[string]any{"text": "hi"}}); r.IsError {
+		t.Fatalf("call during the flood: %s", r.Text)
+	}
+	for _, p := range []string{path, path + ".1"} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size() > serverlog.DefaultMaxBytes {
+			t.Errorf("%s: %d bytes, over the cap", filepath.Base(p), info.Size())
+		}
+	}
+	if sum, _ := e.Server("loud"); sum.LogError != "" {
+		t.Errorf("log error %q", sum.LogError)
+	}
+}

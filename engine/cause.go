@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
+	"github.com/voltmcp/voltmcp/engine/serverlog"
 )
 
 // explain words an error that ended an exchange with the server during
@@ -17,14 +18,15 @@ import (
 // error answer) come back as they are. It runs only on an error path: a
 // call that succeeds never gets here.
 //
-// An HTTP server's error that it explains is recorded in the server's
-// log (a stdio server's failure is, by [supervisor.fail], with its
-// stderr); a stdio server's names the log.
+// An error it explains (a transport error: a connection that ended or
+// was refused, an exit, an answer nested too deep) is recorded in the
+// server's log, once: [supervisor.fail] leaves such an error out of the
+// log. One that quotes a stderr tail names the log.
 func (s *supervisor) explain(op string, err error) error {
 	out := transport.Explain(transport.Peer{Server: s.cfg.ID, Stdio: s.cfg.IsStdio(), Last: s.lastTransport, Stderr: s.stderr,
 		Log: s.logHint(), Scrub: &s.scrub}, op, err)
-	if out != err && !s.cfg.IsStdio() {
-		s.logError(out.Error())
+	if out != err {
+		s.serverLog.Record(serverlog.KindError, out.Error())
 	}
 	return out
 }

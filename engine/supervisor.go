@@ -85,7 +85,6 @@ type supervisor struct {
 	refreshAgain bool // asked for while refreshing: refresh once more after
 	stderr       *transport.Ring
 	serverLog    *serverlog.Writer // the server's log (serverlog)
-	lastLogged   string            // the last error serverLog recorded, not recorded twice
 	scrub        transport.Scrubber
 	oauth        oauth.State // for auth type oauth (oauth.go)
 	pins         pinCache    // what is known of the server's pins (pins.go)
@@ -178,23 +177,16 @@ func (s *supervisor) getStatus() Status {
 }
 
 // fail records an error: the status becomes error with the scrubbed text.
+// The error goes to the server's log too, unless [supervisor.explain]
+// put it there.
 func (s *supervisor) fail(err error) error {
+	logged := transport.Explained(err)
 	err = s.scrub.Err(err)
-	s.logError(err.Error())
+	if !logged {
+		s.serverLog.Record(serverlog.KindError, err.Error())
+	}
 	s.setStatus(StatusError, err.Error())
 	return err
-}
-
-// logError records a failure of the server's connection in its log
-// (scrubbed there), once however many paths report it.
-func (s *supervisor) logError(text string) {
-	s.mu.Lock()
-	again := text == s.lastLogged
-	s.lastLogged = text
-	s.mu.Unlock()
-	if !again {
-		s.serverLog.Record(serverlog.KindError, text)
-	}
 }
 
 // ensure returns a ready session, connecting first if needed. Concurrent
@@ -297,6 +289,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 		s.mu.Lock()
 		s.lastErr = fmt.Sprintf("the server requires authorization (HTTP %d)", status)
 		s.mu.Unlock()
+		s.serverLog.Record(serverlog.KindError, fmt.Sprintf("the server requires authorization (HTTP %d)", status))
 		s.setStatus(StatusNeedsAuth, "")
 		return fmt.Errorf("server %s requires authorization (HTTP %d): set its headers or auth", s.cfg.ID, status)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -46,11 +45,15 @@ Examples:
 		if len(args) != 1 {
 			return usageErrorf("logs takes one server name")
 		}
-		path, err := serverLogPath(ctx, e, args[0])
+		id, path, err := serverLogPath(ctx, e, args[0])
 		if err != nil {
 			return err
 		}
-		print := func(r serverlog.Record) error { return writeLogRecord(e.stdout, r, asJSON) }
+		n := 0
+		print := func(r serverlog.Record) error {
+			n++
+			return writeLogRecord(e.stdout, r, asJSON)
+		}
 		if follow {
 			err = serverlog.Follow(ctx, path, print)
 		} else {
@@ -59,32 +62,46 @@ Examples:
 		if err != nil {
 			return failuref("%w", err)
 		}
+		if n == 0 && !follow {
+			fmt.Fprintf(e.stderr, "voltmcp: server %q has no log yet: it wrote nothing to stderr and its connection never failed\n", id)
+		}
 		return nil
 	}
 	return c
 }
 
-// serverLogPath returns the log file of the server named id in the
-// effective config, or an error naming it and the servers there are.
-func serverLogPath(ctx context.Context, e *env, id string) (string, error) {
+// maxKnownNamed bounds the servers an unknown name's error lists.
+const maxKnownNamed = 20
+
+// serverLogPath returns the id and the log file of the server named id
+// in the effective config, or an error naming it and the servers there
+// are.
+func serverLogPath(ctx context.Context, e *env, id string) (string, string, error) {
 	res, err := cue.Load(ctx, cue.Locations{Home: e.g.home, Project: e.g.project}, &cue.Options{Approve: e.g.approve, NoApprove: e.g.noApprove,
 		TrustStore: filepath.Join(e.g.agentDir, cue.TrustStoreFile)})
 	if err != nil {
-		return "", failuref("%w", err)
+		return "", "", failuref("%w", err)
 	}
 	s, ok := res.Config.Server(id)
 	if !ok {
-		known := make([]string, len(res.Config.Servers))
-		for i, s := range res.Config.Servers {
-			known[i] = s.ID
+		var known []string
+		for _, s := range res.Config.Servers {
+			known = append(known, s.ID)
 		}
 		if len(known) == 0 {
-			return "", usageErrorf("unknown server %q: no server is configured", clean(id))
+			return "", "", usageErrorf("unknown server %q: no server is configured", clean(id))
 		}
-		return "", usageErrorf("unknown server %q: the servers are %s", clean(id), strings.Join(known, ", "))
+		if more := len(known) - maxKnownNamed; more > 0 {
+			known = append(known[:maxKnownNamed], fmt.Sprintf("and %d more", more))
+		}
+		return "", "", usageErrorf("unknown server %q: the servers are %s", clean(id), strings.Join(known, ", "))
 	}
-	return serverlog.Path(e.g.agentDir, s.Identity()), nil
+	return s.ID, serverlog.Path(e.g.agentDir, s.Identity()), nil
 }
+
+// logTime is how a line of `voltmcp logs` shows its time: UTC, to the
+// millisecond, of one width.
+const logTime = "2006-01-02T15:04:05.000Z"
 
 // writeLogRecord prints one record of a server's log: as JSON, or as a
 // line "TIME KIND TEXT" cleaned for a terminal.
@@ -94,6 +111,6 @@ func writeLogRecord(w io.Writer, r serverlog.Record, asJSON bool) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(r)
 	}
-	_, err := fmt.Fprintf(w, "%s %-6s %s\n", r.Time.UTC().Format(time.RFC3339Nano), clean(r.Kind), clean(r.Text))
+	_, err := fmt.Fprintf(w, "%s %-6s %s\n", r.Time.UTC().Format(logTime), clean(r.Kind), clean(r.Text))
 	return err
 }

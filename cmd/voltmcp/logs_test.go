@@ -17,6 +17,12 @@ import (
 func TestLogsCommand(t *testing.T) {
 	getenv := fakeEnv(t, nil)
 	cli := func(args ...string) cliResult { return runCLI(t, getenv, args...) }
+	if r := cli("add", "quiet", "--", "/bin/true"); r.code != exitOK {
+		t.Fatalf("add: %s", r)
+	}
+	if r := cli("logs", "quiet"); r.code != exitOK || r.stdout != "" || !strings.Contains(r.stderr, `server "quiet" has no log yet`) {
+		t.Errorf("logs of a server never run: %s", r)
+	}
 	if r := cli("add", "dies", "--", "/bin/sh", "-c", `printf 'starting\n}\n\nError: Cannot find module "x"\n' >&2; exit 1`); r.code != exitOK {
 		t.Fatalf("add: %s", r)
 	}
@@ -66,7 +72,7 @@ func TestLogsCommand(t *testing.T) {
 	}
 
 	r = cli("logs", "nope")
-	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown server "nope"`) || !strings.Contains(r.stderr, "dies") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown server "nope": the servers are dies, quiet`) {
 		t.Errorf("logs of an unknown server: %s", r)
 	}
 	if r := cli("remove", "dies"); r.code != exitOK || !strings.Contains(r.stdout, "its log") {

@@ -122,6 +122,12 @@ func Explain(p Peer, op string, err error) error {
 	return &explainedError{msg: p.Scrub.Text(fmt.Sprintf("server %q: %s%s: %v", p.Server, why, during, err)), cause: err}
 }
 
+// Explained reports whether err is, or wraps, an error [Explain] worded.
+func Explained(err error) bool {
+	var done *explainedError
+	return errors.As(err, &done)
+}
+
 // connectionEnded reports whether err says the connection to a server
 // ended (end of stream, a closed pipe, a reset), rather than something
 // the server answered.

@@ -31,16 +31,21 @@ func (s *supervisor) explain(op string, err error) error {
 	return out
 }
 
-// logHint says how to see the server's whole log and where its file is,
-// under the home directory shortened to "~".
+// logHint says how to see the server's whole log and where its file is.
 func (s *supervisor) logHint() string {
+	return fmt.Sprintf("voltmcp logs %s (%s)", s.cfg.ID, s.logFile())
+}
+
+// logFile is the server's log file, under the home directory shortened
+// to "~".
+func (s *supervisor) logFile() string {
 	path := s.serverLog.Path()
 	if home := s.e.opts.Home; home != "" {
 		if rel, err := filepath.Rel(home, path); err == nil && filepath.IsLocal(rel) {
 			path = filepath.Join("~", rel)
 		}
 	}
-	return fmt.Sprintf("voltmcp logs %s (%s)", s.cfg.ID, path)
+	return path
 }
 
 // lastTransport returns the last stdio process started and the last

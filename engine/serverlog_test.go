@@ -85,7 +85,7 @@ func TestServerLogOfACrashAtStart(t *testing.T) {
 		}
 	}
 	sum, _ := e.Server("nodecrash")
-	if sum.Log != path || sum.LogError != "" {
+	if want := filepath.Join("~", ".volt", "agent", "mcp", "logs", ident+".log"); sum.Log != want || sum.LogError != "" {
 		t.Errorf("summary log %q, error %q", sum.Log, sum.LogError)
 	}
 

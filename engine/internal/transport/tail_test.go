@@ -88,3 +88,26 @@ Node.js v22.23.3
 		})
 	}
 }
+
+// FuzzStderrTail checks the bounds of a tail for any stderr: valid
+// UTF-8, within its size, no control character but the separators'
+// spaces, and never one that says nothing.
+func FuzzStderrTail(f *testing.F) {
+	f.Add([]byte("Error: x\n    at y\n}\n\nNode.js v22\n"))
+	f.Add([]byte("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n\t/x.go:1 +0x1\n"))
+	f.Add([]byte("\x00\xff\x1b[31m}\n|\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := StderrTail(b)
+		if !utf8.ValidString(got) || len(got) > tailBytes+len(tailEllipsis) {
+			t.Fatalf("tail %q", got)
+		}
+		for _, r := range got {
+			if r < 0x20 || r == 0x7f {
+				t.Fatalf("tail %q has control %U", got, r)
+			}
+		}
+		if got != "" && !saysSomething(got) {
+			t.Fatalf("tail %q says nothing", got)
+		}
+	})
+}

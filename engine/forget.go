@@ -12,6 +12,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/oauth"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/pin"
+	"github.com/voltmcp/voltmcp/engine/serverlog"
 )
 
 // Forgotten says what [Forget] deleted.
@@ -24,12 +25,14 @@ type Forgotten struct {
 	Outputs int `json:"outputs"`
 	// Token is true when its OAuth token file was deleted (not revoked).
 	Token bool `json:"token"`
+	// Log is true when its log (engine/serverlog) was deleted.
+	Log bool `json:"log"`
 }
 
 // Forget deletes what voltmcp keeps about the server srv under the agent
 // directory agentDir, found by its identity ([cue.Server.Identity]): its
 // pins, held changes and approval, its cached metadata, its stored
-// outputs in every workspace's directory, and, for an OAuth server, its
+// outputs in every workspace's directory, its log, and, for an OAuth server, its
 // token file (a token is bound to the URL it was issued for, and kept
 // under the server's id). The token is deleted, not revoked (revoking
 // needs the network; `voltmcp auth logout` does it). It also
@@ -54,6 +57,9 @@ func Forget(ctx context.Context, agentDir string, srv cue.Server) (Forgotten, er
 		errs = append(errs, fmt.Errorf("metadata cache: %w", err))
 	}
 	if f.Outputs, err = output.RemoveServer(outputDirOf(agentDir), ident); err != nil {
+		errs = append(errs, err)
+	}
+	if f.Log, err = serverlog.Remove(serverlog.Path(agentDir, ident)); err != nil {
 		errs = append(errs, err)
 	}
 	if srv.Auth != nil && srv.Auth.Type == "oauth" {

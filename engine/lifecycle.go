@@ -150,4 +150,6 @@ func (s *supervisor) close() {
 	s.cancel()
 	s.disconnect(StatusDisconnected)
 	s.wg.Wait()
+	// What the server wrote last is in its log before the engine closes.
+	_ = s.serverLog.Flush()
 }

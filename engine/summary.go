@@ -61,7 +61,12 @@ type ServerSummary struct {
 	Quarantined bool `json:"quarantined,omitempty"`
 	// Stderr is the tail of what a stdio server wrote to stderr (at most
 	// 4 KiB, scrubbed); StderrBytes counts all it ever wrote.
-	Stderr       string         `json:"stderr,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// Log is the server's log file (engine/serverlog), under the home
+	// directory shortened to "~", which `voltmcp logs` shows; LogError
+	// says why the last write to it failed.
+	Log          string         `json:"log,omitempty"`
+	LogError     string         `json:"logError,omitempty"`
 	StderrBytes  int64          `json:"stderrBytes,omitempty"`
 	Capabilities SummaryActions `json:"capabilities"`
 }
@@ -130,7 +135,10 @@ func (s *supervisor) summary(persist bool) ServerSummary {
 	sum := ServerSummary{
 		ID: c.ID, DisplayName: c.Title, SourceScope: "user", SourceLabel: string(c.Layer) + " " + c.File,
 		Enabled: c.Enabled, Transport: c.Transport, Lifecycle: c.Lifecycle, Status: s.status,
-		LastError: s.lastErr, CacheError: s.cacheErr, StderrBytes: s.stderr.Total(),
+		LastError: s.lastErr, CacheError: s.cacheErr, StderrBytes: s.stderr.Total(), Log: s.logFile(),
+	}
+	if err := s.serverLog.Err(); err != nil {
+		sum.LogError = err.Error()
 	}
 	envUnset := false
 	switch s.status {

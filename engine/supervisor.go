@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 	"github.com/voltmcp/voltmcp/engine/internal/transport"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
+	"github.com/voltmcp/voltmcp/engine/serverlog"
 )
 
 // Process and connection bounds.
@@ -82,6 +84,7 @@ type supervisor struct {
 	refreshing   bool
 	refreshAgain bool // asked for while refreshing: refresh once more after
 	stderr       *transport.Ring
+	serverLog    *serverlog.Writer // the server's log (serverlog)
 	scrub        transport.Scrubber
 	oauth        oauth.State // for auth type oauth (oauth.go)
 	pins         pinCache    // what is known of the server's pins (pins.go)
@@ -116,6 +119,7 @@ func newSupervisor(e *Engine, cfg cue.Server) *supervisor {
 	// server is read, shown or stored: its cached metadata below, a
 	// policy's reasons, its first error.
 	s.scrub.Add(serverSecrets(cfg, e.lookup)...)
+	s.serverLog = serverlog.New(serverlog.Path(e.opts.AgentDir, s.ident), serverlog.Options{Server: cfg.ID, Scrub: s.scrub.Text})
 	s.callTimeout = ms(cfg.CallTimeoutMs)
 	if env, _ := bound.FromEnv(e.lookup); env.RequestTimeout > 0 && env.RequestTimeout < s.callTimeout {
 		s.callTimeout = env.RequestTimeout
@@ -173,8 +177,14 @@ func (s *supervisor) getStatus() Status {
 }
 
 // fail records an error: the status becomes error with the scrubbed text.
+// The error goes to the server's log too, unless [supervisor.explain]
+// put it there.
 func (s *supervisor) fail(err error) error {
+	logged := transport.Explained(err)
 	err = s.scrub.Err(err)
+	if !logged {
+		s.serverLog.Record(serverlog.KindError, err.Error())
+	}
 	s.setStatus(StatusError, err.Error())
 	return err
 }
@@ -279,6 +289,7 @@ func (s *supervisor) connect(ctx context.Context) error {
 		s.mu.Lock()
 		s.lastErr = fmt.Sprintf("the server requires authorization (HTTP %d)", status)
 		s.mu.Unlock()
+		s.serverLog.Record(serverlog.KindError, fmt.Sprintf("the server requires authorization (HTTP %d)", status))
 		s.setStatus(StatusNeedsAuth, "")
 		return fmt.Errorf("server %s requires authorization (HTTP %d): set its headers or auth", s.cfg.ID, status)
 	}
@@ -414,7 +425,7 @@ func (s *supervisor) stdioTransport() (*transport.Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &transport.Stdio{Command: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: s.stderr,
+	return &transport.Stdio{Command: transport.Command{Path: path, Args: args, Dir: dir, Env: env, Stderr: io.MultiWriter(s.stderr, s.serverLog),
 		Grace: s.e.grace, Mark: s.e.runs.Mark()}, MaxLine: messageCap(s.lim), Check: s.e.readerCheck.Load()}, nil
 }
 

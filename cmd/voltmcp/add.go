@@ -185,8 +185,8 @@ func removeCommand() *command {
 Removes the server's entry from the voltmcp-owned file that has it
 (<home>/.volt/agent/mcp.json, or <project>/.volt/mcp.json), atomically and
 keeping the rest of the file, and deletes what voltmcp kept about the
-server: its pins and approval, its cached metadata, its stored outputs and
-its OAuth token (deleted here, not revoked: 'voltmcp auth logout NAME'
+server: its pins and approval, its cached metadata, its stored outputs, its
+log and its OAuth token (deleted here, not revoked: 'voltmcp auth logout NAME'
 first revokes it). A server added later under the name starts with
 nothing. A server defined in another file (.mcp.json,
 ~/.config/mcp/mcp.json) is not voltmcp's to delete: remove says where it is
@@ -269,6 +269,9 @@ func forgetServer(ctx context.Context, e *env, s cue.Server) error {
 	}
 	if f.Token {
 		gone = append(gone, "its OAuth token (deleted here, not revoked at the authorization server)")
+	}
+	if f.Log {
+		gone = append(gone, "its log")
 	}
 	if len(gone) > 0 {
 		fmt.Fprintf(e.stdout, "Deleted %s.\n", strings.Join(gone, ", "))

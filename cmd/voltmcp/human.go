@@ -570,6 +570,9 @@ func renderServer(w io.Writer, f fields) {
 	if s.PinError != "" {
 		t.row("pin error:", cell(s.PinError, 0))
 	}
+	if s.LogError != "" {
+		t.row("log error:", cell(s.LogError, 0))
+	}
 	var can []string
 	for _, c := range []struct {
 		ok   bool
@@ -595,7 +598,7 @@ func renderServer(w io.Writer, f fields) {
 		writeItems(w, "cleaned", s.Cleaned)
 	}
 	if s.Stderr != "" {
-		fmt.Fprintf(w, "\nstderr (the last of %d bytes):\n", s.StderrBytes)
+		fmt.Fprintf(w, "\nstderr (the last of %d bytes; the whole log: voltmcp logs %s):\n", s.StderrBytes, id)
 		writeBlock(w, s.Stderr, "  ")
 	}
 	if len(f) > 0 {

@@ -24,12 +24,12 @@ func addArgs(name, mode string, extraEnv []string, extraArgs ...string) []string
 }
 
 // stateFiles lists the files under the agent directory's state stores
-// (pins, metadata cache, stored outputs, OAuth tokens), lock files left
+// (pins, metadata cache, stored outputs, OAuth tokens, logs), lock files left
 // out: what voltmcp keeps about servers.
 func stateFiles(t *testing.T, home string) []string {
 	t.Helper()
 	var files []string
-	for _, store := range []string{"pins", "cache", "outputs", "auth"} {
+	for _, store := range []string{"pins", "cache", "outputs", "auth", "logs"} {
 		root := filepath.Join(home, ".volt", "agent", "mcp", store)
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {

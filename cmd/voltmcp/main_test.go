@@ -106,7 +106,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve import add remove setup tools doctor completion __complete auth logout status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve import add remove setup logs tools doctor completion __complete auth logout status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -177,6 +177,7 @@ func TestCommandHelp(t *testing.T) {
 		"__complete":    nil,
 		"auth":          {"no-browser", "device", "timeout", "status", "json"},
 		"logout":        {"json"},
+		"logs":          {"follow", "json"},
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {

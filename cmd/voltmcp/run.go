@@ -129,7 +129,7 @@ type command struct {
 func commands() []*command {
 	return append([]*command{vetCommand(), configCommand(), schemaCommand(), versionCommand(),
 		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand(),
-		importCommand(), addCommand(), removeCommand(), setupCommand(),
+		importCommand(), addCommand(), removeCommand(), setupCommand(), logsCommand(),
 
 		toolsCommand(), doctorCommand(), completionCommand(), completeCommand(), authCommand(), logoutCommand()},
 		gatewayCommands()...)

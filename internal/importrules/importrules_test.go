@@ -35,6 +35,7 @@ var (
 	engineIntl = mod("engine/internal/...")
 	auditPkg   = mod("engine/audit")
 	pollioPkg  = mod("engine/pollio")
+	serverlog  = mod("engine/serverlog")
 	redactPkg  = mod("redact")
 	sanitize   = mod("sanitize")
 	safefile   = mod("safefile")
@@ -98,6 +99,7 @@ var importRules = []importRule{
 	{rule: "nothing under engine/internal imports engine, engine/pollio, cue, policies or wasm: the engine's parts import only the standard library, the MCP go-sdk, golang.org/x, redact, sanitize, safefile, engine/audit and each other", from: []string{engineIntl},
 		only: []string{engineIntl, mcpSDK, "golang.org/x/...", redactPkg, sanitize, safefile, auditPkg, testwait}, tests: true,
 		hint: "a part of the engine takes what it needs as plain values and functions from its caller; what needs the Engine stays in package engine"},
+	{rule: "engine/serverlog imports only safefile, sanitize and the standard library (its tests also internal/testwait)", from: []string{serverlog}, only: []string{serverlog, safefile, sanitize, testwait}, tests: true},
 	{rule: "engine/audit and engine/pollio never import engine", from: []string{auditPkg, pollioPkg}, deny: []string{engineRoot}, tests: true},
 	{rule: "no library package imports cmd/", from: libraries, deny: []string{mod("cmd/...")}, tests: true},
 	{rule: "internal/ holds test-only helpers and examples/ examples: library and CLI code never imports them", from: append([]string{mod("cmd/...")}, libraries...), deny: []string{mod("internal/..."), mod("examples/...")}},

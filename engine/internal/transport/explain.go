@@ -32,6 +32,10 @@ type Peer struct {
 	Last func() (*Process, *HeaderTransport)
 	// Stderr is what the server wrote to stderr, or nil.
 	Stderr *Ring
+	// Log says where the server's whole log is, such as "voltmcp logs
+	// NAME (~/.volt/agent/mcp/logs/ID.log)"; an error that quotes a
+	// stderr tail names it. "" names none.
+	Log string
 	// Scrub removes the server's resolved secrets from what Explain
 	// says; it must not be nil.
 	Scrub *Scrubber
@@ -50,8 +54,8 @@ func (e *explainedError) Unwrap() error { return e.cause }
 // Explain words an error that ended an exchange with the server p
 // during op (a JSON-RPC method, such as "tools/call"; "" for none) so
 // that it names the server, the operation and the cause: for a stdio
-// server that exited, its exit status or signal and the last lines of
-// its stderr (scrubbed); for an HTTP server, the HTTP status or how the
+// server that exited, its exit status or signal, the lines of its stderr
+// that say why ([StderrTail], scrubbed) and where its whole log is; for an HTTP server, the HTTP status or how the
 // connection ended; for an answer nested too deep, the limit. Other
 // errors (a timeout, the server's own error answer), and those Explain
 // worded already, come back as they are. It is for error paths: a call
@@ -92,6 +96,9 @@ func Explain(p Peer, op string, err error) error {
 			if p.Stderr != nil {
 				if tail := p.Scrub.Text(p.Stderr.Tail()); tail != "" {
 					msg += "; stderr tail: " + tail
+					if p.Log != "" {
+						msg += "; whole log: " + p.Log
+					}
 				}
 			}
 			return &explainedError{msg: p.Scrub.Text(msg), cause: err}
@@ -113,6 +120,12 @@ func Explain(p Peer, op string, err error) error {
 		}
 	}
 	return &explainedError{msg: p.Scrub.Text(fmt.Sprintf("server %q: %s%s: %v", p.Server, why, during, err)), cause: err}
+}
+
+// Explained reports whether err is, or wraps, an error [Explain] worded.
+func Explained(err error) bool {
+	var done *explainedError
+	return errors.As(err, &done)
 }
 
 // connectionEnded reports whether err says the connection to a server

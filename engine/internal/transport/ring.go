@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/voltmcp/voltmcp/sanitize"
 )
@@ -81,35 +83,108 @@ func (r *Ring) Total() int64 {
 
 // Bounds of [Ring.Tail].
 const (
-	tailScan  = 4 << 10 // bytes of the ring a tail is taken from
-	tailLines = 3
-	tailBytes = 600
+	tailScan     = 4 << 10 // bytes of the ring a tail is taken from
+	tailLines    = 3
+	tailBytes    = 600
+	tailLineCut  = 300 // bytes of one line of a tail
+	tailEllipsis = "…"
 )
 
-// Tail returns the last lines written to the ring, joined by " | ":
-// cleaned (see [sanitize.Output]), tabs as spaces, at most 3 lines of
-// the last 4 KiB and 600 bytes, cut at the front. It is not scrubbed.
-func (r *Ring) Tail() string {
-	b := r.Bytes()
-	if len(b) > tailScan {
+// runtimeError matches the line in which a runtime says why a program
+// died: an exception or error line (Node's "Error: Cannot find module",
+// "TypeError: …", Python's last "ModuleNotFoundError: …", Java's
+// "java.lang.IllegalStateException: …"), Go's "panic:" and "fatal
+// error:", Rust's "thread 'main' panicked at", and the "error: …" that
+// many programs print.
+var runtimeError = regexp.MustCompile(`^(?:Uncaught )?(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Error|Exception|Exit|Interrupt)(?: \[[A-Z_]+\])?:(?: |$)` +
+	`|^(?:panic|fatal error|error|ERROR|Error|FATAL|fatal)(?:\[[\w-]+\])?: |^thread '[^']*' panicked`)
+
+// goFrame matches the lines of a Go stack trace that name a function or
+// a goroutine ("main.main()", "goroutine 1 [running]:", "created by …").
+var goFrame = regexp.MustCompile(`^(?:goroutine \d+ \[|created by |[\w./*%()-]+\(.*\)$)`)
+
+// Tail returns the last lines of the ring that say something, joined by
+// " | ", as an error quotes them: see [StderrTail].
+func (r *Ring) Tail() string { return StderrTail(r.Bytes()) }
+
+// StderrTail returns what an error quotes of a program's stderr b: the
+// lines of its last 4 KiB that say something (a letter or a digit;
+// blank lines and lines of punctuation such as "}" are skipped), cleaned
+// (see [sanitize.Output]), tabs as spaces: the last 3 of them, unless
+// the line a runtime prints when a program dies ([runtimeError]: Node's
+// "Error: …", Python's last exception line, Go's "panic:") comes before
+// those; then the tail is that line and the last line after it that is
+// not a stack frame (Node's "Node.js v22…"), with "…" for what is
+// between. Each line is cut at 300 bytes and the whole at 600. It
+// is not scrubbed.
+func StderrTail(b []byte) string {
+	cutFront := len(b) > tailScan
+	if cutFront {
 		b = b[len(b)-tailScan:]
 	}
 	// Cleaned whole before it is split, so that an escape sequence
 	// loses its parameters as well as its introducer.
 	text, _ := sanitize.Output(string(b))
-	text = strings.TrimRight(text, "\r\n\t ")
-	lines := strings.Split(text, "\n")
-	if len(lines) > tailLines {
-		lines = lines[len(lines)-tailLines:]
+	raw := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if cutFront && len(raw) > 1 {
+		raw = raw[1:] // the front of this line is gone
 	}
-	for i, l := range lines {
-		lines[i] = strings.ReplaceAll(strings.TrimRight(l, "\r"), "\t", " ")
+	type line struct {
+		text  string
+		frame bool // indented, or a frame of a stack trace
 	}
-	tail := strings.Join(lines, " | ")
+	var lines []line
+	for _, l := range raw {
+		l = strings.ReplaceAll(strings.TrimRight(l, "\r "), "\t", " ")
+		if !saysSomething(l) {
+			continue
+		}
+		trimmed := strings.TrimLeft(l, " ")
+		lines = append(lines, line{text: trimmed, frame: trimmed != l || goFrame.MatchString(trimmed)})
+	}
+	var out []string
+	errAt := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !lines[i].frame && runtimeError.MatchString(lines[i].text) {
+			errAt = i
+			break
+		}
+	}
+	if errAt >= 0 && errAt < len(lines)-tailLines {
+		out = append(out, cutLine(lines[errAt].text))
+		for j := len(lines) - 1; j > errAt; j-- {
+			if !lines[j].frame {
+				if j > errAt+1 {
+					out = append(out, tailEllipsis)
+				}
+				out = append(out, cutLine(lines[j].text))
+				break
+			}
+		}
+	} else {
+		for _, l := range lines[max(0, len(lines)-tailLines):] {
+			out = append(out, cutLine(l.text))
+		}
+	}
+	tail := strings.Join(out, " | ")
 	if len(tail) > tailBytes {
-		tail = "…" + strings.ToValidUTF8(tail[len(tail)-tailBytes:], "")
+		tail = strings.ToValidUTF8(tail[:tailBytes], "") + tailEllipsis
 	}
 	return tail
+}
+
+// saysSomething reports whether a line of stderr has a letter or a
+// digit: "}", "|", "^" and blank lines say nothing.
+func saysSomething(l string) bool {
+	return strings.IndexFunc(l, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+}
+
+// cutLine cuts a line of a tail at tailLineCut bytes, keeping its start.
+func cutLine(l string) string {
+	if len(l) <= tailLineCut {
+		return l
+	}
+	return strings.ToValidUTF8(l[:tailLineCut], "") + tailEllipsis
 }
 
 // LastLine returns the last line written to the ring, at most its last

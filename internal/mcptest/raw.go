@@ -135,7 +135,7 @@ func rawHTTPHandler(mode string) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		out, ok := srv.answerBody(w, req)
+		out, ok := srv.answerBody(w, req, func(any) error { return nil })
 		if !ok {
 			return
 		}

@@ -128,7 +128,9 @@
 //     answers, sends count (default [FloodRequests], 300) requests to the
 //     client, cycling through [FloodRequestMethods] (sampling,
 //     elicitation, roots), each padded to about bytes (default
-//     [FloodRequestBytes], 4 MiB), without reading their answers.
+//     [FloodRequestBytes], 4 MiB), without reading their answers. Over
+//     HTTP they go on the call's event stream ([ServeRawEvents]) or on
+//     the legacy SSE session's stream ([ServeSSEOnly]).
 //   - flood-result (SDK): a tool [ToolFloodResult] answering 50 MiB of
 //     text in one message, over the go-sdk's default 16 MiB cap.
 //   - media (SDK): behave plus [ToolMedia], which answers with images,

@@ -380,9 +380,10 @@ func floodRequests(params json.RawMessage, send func(any) error) any {
 	}
 	text := strings.Repeat("s", size)
 	methods := FloodRequestMethods()
-	sent := 0
-	for i := range count {
-		method := methods[i%len(methods)]
+	// Each method's params are encoded once, and each request is one
+	// copy of them: the flood costs this process little.
+	encoded := make([][]byte, len(methods))
+	for i, method := range methods {
 		var params map[string]any
 		switch method {
 		case "sampling/createMessage":
@@ -392,7 +393,14 @@ func floodRequests(params json.RawMessage, send func(any) error) any {
 		default:
 			params = map[string]any{"_meta": map[string]any{"padding": text}}
 		}
-		if send(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("flood-%d", i), "method": method, "params": params}) != nil {
+		encoded[i], _ = json.Marshal(params)
+	}
+	sent := 0
+	for i := range count {
+		m := i % len(methods)
+		msg := fmt.Appendf(make([]byte, 0, len(encoded[m])+96), `{"jsonrpc":"2.0","id":"flood-%d","method":%q,"params":`, i, methods[m])
+		msg = append(append(msg, encoded[m]...), '}')
+		if send(json.RawMessage(msg)) != nil {
 			break
 		}
 		sent++

@@ -55,10 +55,13 @@ func ServeStreamableOnly(t testing.TB, mode string) string {
 // before Streamable HTTP do: a GET of the returned URL opens a session, a
 // POST to it with the session's query (the endpoint the server announces)
 // carries a message, and any other POST gets 404 Not Found. Its modes are
-// ServeHTTP's and the raw ones of ServeStreamableOnly.
+// ServeHTTP's, the raw ones of ServeStreamableOnly and flood-requests,
+// whose requests go on the session's stream before the answer.
 func ServeSSEOnly(t testing.TB, mode string) string {
 	t.Helper()
-	requireHTTPMode(t, mode, true)
+	if mode != ModeFloodRequests {
+		requireHTTPMode(t, mode, true)
+	}
 	h := newHTTPHarness(t)
 	var sse http.Handler
 	if isRawMode(mode) {

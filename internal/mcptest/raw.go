@@ -135,7 +135,7 @@ func rawHTTPHandler(mode string) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		out, ok := srv.answerBody(w, req)
+		out, ok := srv.answerBody(w, req, func(any) error { return nil })
 		if !ok {
 			return
 		}
@@ -149,8 +149,12 @@ func rawHTTPHandler(mode string) http.Handler {
 // schema-bomb sends on purpose.
 type verbatim string
 
-// marshalRaw encodes a message, writing a verbatim result as is.
+// marshalRaw encodes a message, writing a verbatim result, or a message
+// encoded already, as is.
 func marshalRaw(msg any) ([]byte, error) {
+	if m, ok := msg.(json.RawMessage); ok {
+		return m, nil // encoded already, by the mode
+	}
 	if r, ok := msg.(rawResponse); ok {
 		if v, ok := r.Result.(verbatim); ok {
 			return []byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":` + string(v) + `}`), nil

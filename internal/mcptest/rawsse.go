@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,11 +14,13 @@ import (
 
 // ServeRawEvents serves raw mode mode over Streamable HTTP at the
 // returned URL as [ServeStreamableOnly] does, but answers each request
-// with an event stream: a comment event, then the answer as one
-// "message" event. Its modes are ServeStreamableOnly's raw ones.
+// with an event stream: a comment event, the messages the mode sends
+// before its answer (the requests of flood-requests), then the answer,
+// each as one "message" event. Its modes are ServeStreamableOnly's raw
+// ones and flood-requests.
 func ServeRawEvents(t testing.TB, mode string) string {
 	t.Helper()
-	if !isRawHTTPMode(mode) {
+	if !isRawHTTPMode(mode) && mode != ModeFloodRequests {
 		t.Fatalf("mcptest: mode %q cannot be served by ServeRawEvents", mode)
 	}
 	srv := &rawServer{mode: mode}
@@ -28,26 +31,46 @@ func ServeRawEvents(t testing.TB, mode string) string {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		out, ok := srv.answerBody(w, req)
+		started := false
+		event := func(msg []byte) error {
+			if !started {
+				started = true
+				w.Header().Set("Content-Type", "text/event-stream")
+				if _, err := fmt.Fprintf(w, ": mcptest %s\n\n", mode); err != nil {
+					return err
+				}
+			}
+			if err := writeEvent(w, msg); err != nil {
+				return err
+			}
+			w.(http.Flusher).Flush()
+			return nil
+		}
+		out, ok := srv.answerBody(w, req, func(msg any) error {
+			data, err := marshalRaw(msg)
+			if err != nil {
+				return err
+			}
+			return event(data)
+		})
 		if !ok {
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = fmt.Fprintf(w, ": mcptest %s\n\nevent: message\ndata: %s\n\n", mode, out)
+		_ = event(out)
 	}))
 }
 
 // answerBody reads the message a POST carries and returns the raw
-// server's answer, encoded. It reports false when it has answered the
-// POST itself: with an error, or 202 Accepted for a message that needs
-// no answer.
-func (s *rawServer) answerBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
+// server's answer, encoded; send writes the messages the mode sends
+// before it. It reports false when it has answered the POST itself:
+// with an error, or 202 Accepted for a message that needs no answer.
+func (s *rawServer) answerBody(w http.ResponseWriter, req *http.Request, send func(any) error) ([]byte, bool) {
 	data, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	if err != nil {
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	resp, ok := s.respond(bytes.TrimSpace(data), func(any) error { return nil })
+	resp, ok := s.respond(bytes.TrimSpace(data), send)
 	if !ok {
 		w.WriteHeader(http.StatusAccepted)
 		return nil, false
@@ -75,7 +98,7 @@ func rawSSEHandler(mode string, stop <-chan struct{}) http.Handler {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
 			id := hex.EncodeToString(b[:])
-			out := make(chan []byte, 64)
+			out := make(chan []byte) // a message at a time: a flood is held by the stream, not here
 			mu.Lock()
 			sessions[id] = out
 			mu.Unlock()
@@ -90,7 +113,7 @@ func rawSSEHandler(mode string, stop <-chan struct{}) http.Handler {
 			for {
 				select {
 				case msg := <-out:
-					_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+					_ = writeEvent(w, msg)
 					w.(http.Flusher).Flush()
 				case <-req.Context().Done():
 					return
@@ -106,7 +129,23 @@ func rawSSEHandler(mode string, stop <-chan struct{}) http.Handler {
 				http.NotFound(w, req)
 				return
 			}
-			msg, ok := srv.answerBody(w, req)
+			push := func(msg []byte) error {
+				select {
+				case out <- msg:
+					return nil
+				case <-req.Context().Done():
+					return req.Context().Err()
+				case <-stop:
+					return errors.New("mcptest: stopped")
+				}
+			}
+			msg, ok := srv.answerBody(w, req, func(m any) error {
+				data, err := marshalRaw(m)
+				if err != nil {
+					return err
+				}
+				return push(data)
+			})
 			if !ok {
 				return
 			}
@@ -121,4 +160,15 @@ func rawSSEHandler(mode string, stop <-chan struct{}) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		}
 	})
+}
+
+// writeEvent writes msg as one "message" event, without a copy of it (a
+// flood of large ones is held by the stream, not by this process).
+func writeEvent(w io.Writer, msg []byte) error {
+	for _, b := range [][]byte{[]byte("event: message\ndata: "), msg, []byte("\n\n")} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -131,7 +131,7 @@ var ErrConnClosed = errors.New("connection closed")
 // Read waiting for input even when the underlying reader does not
 // unblock on close.
 func (c *Conn) readLoop(max int) {
-	c.lane(newReader(c.r, max))
+	c.lane(newReader(c.r, max, c.peer))
 }
 
 // laneIdle is how long a goroutine that ran a tap's work waits to read
@@ -180,18 +180,18 @@ func (c *Conn) lane(r *reader) {
 // tap hands it work to run.
 func (c *Conn) read(r *reader) (work func(yield func()), ended bool) {
 	for {
-		msg, err := r.message()
+		msg, refused, err := r.message()
 		if err != nil {
 			// Before the go-sdk hears of it and closes the connection:
 			// a call waiting on the connection then sees why it ended.
 			c.endRead(err)
-		} else if ok, work := c.consume(msg); ok {
-			if work != nil {
+		} else if refused != nil {
+			if work := c.refuse(*refused); work != nil {
 				return work, false
 			}
 			continue
-		} else if req := peerRequest(msg); req != nil && c.peer != nil && !c.peer.Admit(req) {
-			if work := c.refuse(req); work != nil {
+		} else if ok, work := c.consume(msg); ok {
+			if work != nil {
 				return work, false
 			}
 			continue
@@ -207,13 +207,19 @@ func (c *Conn) read(r *reader) (work func(yield func()), ended bool) {
 	}
 }
 
-// refuse drops req, a request from the server past its bound
-// (PeerRequests), and returns the work that answers it with an error, or
-// nil when it gets no answer. The work yields before it writes: a server
-// that floods requests may not read the answers.
-func (c *Conn) refuse(req *jsonrpc.Request) func(yield func()) {
-	data, written, ok := c.peer.Refusal(req)
+// refuse answers the request id, a request from the server past its
+// bound (PeerRequests) that the reader dropped, with an error: it
+// returns the work that writes the answer, or nil when it gets none.
+// The work yields before it writes: a server that floods requests may
+// not read the answers.
+func (c *Conn) refuse(id jsonrpc.ID) func(yield func()) {
+	resp, written, ok := c.peer.Refusal(id)
 	if !ok {
+		return nil
+	}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		written()
 		return nil
 	}
 	return func(yield func()) {

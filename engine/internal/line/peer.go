@@ -1,11 +1,15 @@
 package line
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 )
 
 // MaxPeerRequests is how many requests an upstream server may have in
@@ -29,15 +33,21 @@ const maxEchoedID = 256
 const CodePeerRequestRefused = -32000
 
 // PeerRequests bounds the requests a server has in flight to the
-// engine's client on one connection: at most [MaxPeerRequests] of them
-// and at most max bytes of their params together. A request past either
-// bound is refused at once ([PeerRequests.Refusal]), before anything
-// holds it. It is safe for concurrent use.
+// engine's client on one connection: at most [MaxPeerRequests] of them,
+// holding at most max bytes together. A request holds twice its params:
+// the bytes read, and the go-sdk's decoding of them, which lives while
+// its handler runs. A request past either bound is refused at once
+// ([PeerRequests.Refusal]), before anything holds it: a connection of
+// package line decides from the bytes it read, before it decodes the
+// params, and the engine's HTTP transports (package transport) before
+// the go-sdk's client queues the request. With the message being read, a connection so holds at most
+// twice the message cap of server requests. It is safe for concurrent
+// use.
 type PeerRequests struct {
 	max int
 
 	mu    sync.Mutex
-	held  map[jsonrpc.ID]int // the params bytes of each request in flight
+	held  map[jsonrpc.ID]int // the bytes each request in flight holds
 	bytes int
 
 	refusing atomic.Int32
@@ -54,17 +64,21 @@ func NewPeerRequests(maxBytes int) *PeerRequests {
 	return &PeerRequests{max: maxBytes, held: map[jsonrpc.ID]int{}}
 }
 
-// Admit reports whether req, a request from the server, may go on to the
-// client; an admitted request counts until [PeerRequests.Done] is called
-// with its id. A request whose id is already in flight is not admitted.
-func (p *PeerRequests) Admit(req *jsonrpc.Request) bool {
-	n := len(req.Params)
+// Admit reports whether the request id, a request from the server with
+// params of the given length in bytes, may go on to the client; an
+// admitted request counts until [PeerRequests.Done] is called with its
+// id. A request whose id is already in flight is not admitted.
+func (p *PeerRequests) Admit(id jsonrpc.ID, params int) bool {
+	if s, isString := id.Raw().(string); isString && len(s) > maxEchoedID {
+		return false // its answer could not be matched (Answered), nor a refusal echo it
+	}
+	n := 2 * params // the bytes read, and the go-sdk's decoding of them
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, dup := p.held[req.ID]; dup || len(p.held) >= MaxPeerRequests || p.bytes+n > p.max {
+	if _, dup := p.held[id]; dup || len(p.held) >= MaxPeerRequests || p.bytes+n > p.max {
 		return false
 	}
-	p.held[req.ID] = n
+	p.held[id] = n
 	p.bytes += n
 	return true
 }
@@ -80,12 +94,72 @@ func (p *PeerRequests) Done(id jsonrpc.ID) {
 	p.mu.Unlock()
 }
 
-// Refusal returns the encoded error response refusing req, and a func
-// to call once it is written; ok is false when the request gets no
+// Holding reports whether a request is in flight.
+func (p *PeerRequests) Holding() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held) > 0
+}
+
+// Answered ends the count of the request in flight that a response
+// answers, given the start of the response as the go-sdk encodes it:
+// {"jsonrpc":"2.0","id":…, then "result" or "error". It is how a
+// transport that sees the client's answers only as bytes (an HTTP
+// request's body) calls [PeerRequests.Done].
+func (p *PeerRequests) Answered(head []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, n := range p.held {
+		// The go-sdk's encoding of the id, as in its answer.
+		probe, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: json.RawMessage("0")})
+		if err != nil {
+			continue
+		}
+		start := probe[:len(probe)-len(`,"result":0}`)]
+		if after, ok := bytes.CutPrefix(head, start); ok && (bytes.HasPrefix(after, []byte(`,"result"`)) || bytes.HasPrefix(after, []byte(`,"error"`))) {
+			delete(p.held, id)
+			p.bytes -= n
+			return
+		}
+	}
+}
+
+// PeerCall reads data, one JSON-RPC message that is valid JSON, as far
+// as it must to tell whether it is a request that expects an answer: it
+// returns the request's id and the length of its params, and ok. The
+// usual envelope is read in place, without a copy of the params
+// ([jsonwire.Envelope.FastDecode]); another is decoded. A message that
+// is no such request, or that the go-sdk would fail, is not ok.
+func PeerCall(data []byte) (id jsonrpc.ID, params int, ok bool) {
+	var w jsonwire.Envelope
+	if w.FastDecode(data) {
+		return envelopeCall(&w)
+	}
+	msg, err := jsonwire.DecodeMessage(data)
+	if err != nil {
+		return jsonrpc.ID{}, 0, false
+	}
+	if req := peerRequest(msg); req != nil {
+		return req.ID, len(req.Params), true
+	}
+	return jsonrpc.ID{}, 0, false
+}
+
+// envelopeCall is [PeerCall] of an envelope read.
+func envelopeCall(w *jsonwire.Envelope) (id jsonrpc.ID, params int, ok bool) {
+	if w.Method == nil || w.ID == nil || w.Version != "2.0" {
+		return jsonrpc.ID{}, 0, false
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	return id, len(w.Params), err == nil
+}
+
+// Refusal returns the error response refusing the request id, and a
+// func to call once it is written; ok is false when the request gets no
 // answer: its id is too long to echo, or too many refusals are being
 // written already.
-func (p *PeerRequests) Refusal(req *jsonrpc.Request) (data []byte, written func(), ok bool) {
-	if id, isString := req.ID.Raw().(string); isString && len(id) > maxEchoedID {
+func (p *PeerRequests) Refusal(id jsonrpc.ID) (resp *jsonrpc.Response, written func(), ok bool) {
+	if s, isString := id.Raw().(string); isString && len(s) > maxEchoedID {
 		return nil, nil, false
 	}
 	if p.refusing.Add(1) > maxRefusing {
@@ -94,12 +168,7 @@ func (p *PeerRequests) Refusal(req *jsonrpc.Request) (data []byte, written func(
 	}
 	msg := fmt.Sprintf("refused by voltmcp: the server has too many requests waiting for the client (at most %d at once, of %d bytes together)",
 		MaxPeerRequests, p.max)
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: CodePeerRequestRefused, Message: msg}})
-	if err != nil {
-		p.refusing.Add(-1)
-		return nil, nil, false
-	}
-	return data, func() { p.refusing.Add(-1) }, true
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: CodePeerRequestRefused, Message: msg}}, func() { p.refusing.Add(-1) }, true
 }
 
 // peerRequest returns msg as a request from the peer that expects an

@@ -1,25 +1,17 @@
 package line
 
 import (
-	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// request returns a server request with id and params of n bytes.
-func request(t *testing.T, id any, n int) *jsonrpc.Request {
-	t.Helper()
-	rid, err := jsonrpc.MakeID(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &jsonrpc.Request{ID: rid, Method: "sampling/createMessage", Params: json.RawMessage(`"` + strings.Repeat("p", max(0, n-2)) + `"`)}
-}
-
 // TestPeerRequestsBound admits requests until the count or the bytes
-// would pass the bound, refuses a duplicate id, admits again once the
+// (twice the params of each) would pass the bound, refuses a duplicate id, admits again once the
 // client answered, and answers refusals with the request's id unless it
 // is too long to echo.
 func TestPeerRequestsBound(t *testing.T) {
@@ -29,46 +21,49 @@ func TestPeerRequestsBound(t *testing.T) {
 		admit []bool
 	}{
 		{"count", []int{10, 10, 10, 10, 10}, []bool{true, true, true, true, false}},
-		{"bytes", []int{600, 400, 30}, []bool{true, true, false}},
-		{"one too large", []int{1025, 10}, []bool{false, true}},
+		// Each request holds twice its params: read, and decoded.
+		{"bytes", []int{300, 200, 30, 12}, []bool{true, true, false, true}},
+		{"half the bound", []int{512, 1}, []bool{true, false}},
+		{"one too large", []int{513, 10}, []bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPeerRequests(1024)
 			for i, n := range tc.sizes {
-				if got := p.Admit(request(t, float64(i), n)); got != tc.admit[i] {
+				if got := p.Admit(mustID(t, float64(i)), n); got != tc.admit[i] {
 					t.Fatalf("request %d of %d bytes: admitted %v; want %v", i, n, got, tc.admit[i])
 				}
 			}
 		})
 	}
 	p := NewPeerRequests(1024)
-	if !p.Admit(request(t, "a", 10)) || p.Admit(request(t, "a", 10)) {
+	if !p.Admit(mustID(t, "a"), 10) || p.Admit(mustID(t, "a"), 10) {
 		t.Fatal("a duplicate id in flight was admitted")
 	}
 	for i := range MaxPeerRequests - 1 {
-		p.Admit(request(t, float64(i), 10))
+		p.Admit(mustID(t, float64(i)), 10)
 	}
-	if p.Admit(request(t, "b", 10)) {
+	if p.Admit(mustID(t, "b"), 10) {
 		t.Fatal("admitted past the count")
 	}
 	p.Done(mustID(t, "a"))
-	if !p.Admit(request(t, "b", 10)) {
+	if !p.Admit(mustID(t, "b"), 10) {
 		t.Fatal("not admitted after an answer freed a place")
 	}
-	data, written, ok := p.Refusal(request(t, "c", 10))
+	resp, written, ok := p.Refusal(mustID(t, "c"))
+	data, _ := jsonrpc.EncodeMessage(resp)
 	if !ok || !strings.Contains(string(data), `"id":"c"`) || !strings.Contains(string(data), "refused by voltmcp") {
 		t.Fatalf("refusal %s, %v", data, ok)
 	}
 	written()
-	if _, _, ok := p.Refusal(request(t, strings.Repeat("i", maxEchoedID+1), 10)); ok {
+	if _, _, ok := p.Refusal(mustID(t, strings.Repeat("i", maxEchoedID+1))); ok {
 		t.Fatal("a refusal echoes an id past maxEchoedID")
 	}
 	for i := range maxRefusing {
-		if _, _, ok := p.Refusal(request(t, float64(i), 10)); !ok {
+		if _, _, ok := p.Refusal(mustID(t, float64(i))); !ok {
 			t.Fatalf("refusal %d not made", i)
 		}
 	}
-	if _, _, ok := p.Refusal(request(t, "d", 10)); ok {
+	if _, _, ok := p.Refusal(mustID(t, "d")); ok {
 		t.Fatal("more refusals being written than maxRefusing")
 	}
 }
@@ -80,4 +75,83 @@ func mustID(t *testing.T, v any) jsonrpc.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestReaderRefusesPeerRequests reads a server's requests past the
+// bound of a client connection in each shape the reader reads (the
+// usual envelope, read in place; members in another order, a number id;
+// an envelope only encoding/json reads; a message spread over lines,
+// which switches to the stream decoder): each is refused with its id,
+// while a request within the bound, a notification and a response go
+// on. The usual request is refused from the read buffer: reading many
+// of them allocates a small part of their bytes.
+func TestReaderRefusesPeerRequests(t *testing.T) {
+	const bound = 16 << 10
+	big := `{"message":"` + strings.Repeat("m", 10<<10) + `"}` // twice it passes the bound
+	for _, tc := range []struct {
+		name, line string
+		id         any
+	}{
+		{"usual", `{"jsonrpc":"2.0","id":"r1","method":"elicitation/create","params":` + big + `}`, "r1"},
+		{"params first, number id", `{"params":` + big + `,"method":"sampling/createMessage","id":7,"jsonrpc":"2.0"}`, float64(7)},
+		{"escaped key", `{"jsonrpc":"2.0","id":"r2","\u006dethod":"roots/list","params":` + big + `}`, "r2"},
+		{"key in another case", `{"jsonrpc":"2.0","ID":"r3","method":"ping","params":` + big + `}`, "r3"},
+		{"spread over lines", "{\"jsonrpc\":\"2.0\",\n\"id\":\"r4\",\"method\":\"ping\",\"params\":" + big + "}", "r4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			input := `{"jsonrpc":"2.0","id":"small","method":"ping","params":{}}` + "\n" +
+				tc.line + "\n" +
+				`{"jsonrpc":"2.0","method":"notifications/progress","params":` + big + `}` + "\n" +
+				`{"jsonrpc":"2.0","id":1,"result":` + big + `}` + "\n"
+			r := newReader(strings.NewReader(input), 1<<20, NewPeerRequests(bound))
+			var got []string
+			for {
+				msg, refused, err := r.message()
+				if err != nil {
+					break
+				}
+				switch m := msg.(type) {
+				case nil:
+					got = append(got, fmt.Sprintf("refused %v", refused.Raw()))
+				case *jsonrpc.Request:
+					got = append(got, fmt.Sprintf("request %v %s", m.ID.Raw(), m.Method))
+				case *jsonrpc.Response:
+					got = append(got, fmt.Sprintf("response %v %d", m.ID.Raw(), len(m.Result)))
+				}
+			}
+			want := []string{"request small ping", fmt.Sprintf("refused %v", tc.id), "request <nil> notifications/progress", fmt.Sprintf("response 1 %d", len(big))}
+			if !slices.Equal(got, want) {
+				t.Fatalf("read %q; want %q", got, want)
+			}
+		})
+	}
+
+	// Refused from the read buffer: reading 64 requests of 256 KiB
+	// allocates the buffer that holds one or two of them, not a copy of
+	// each.
+	const n, size = 64, 256 << 10
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":"f%d","method":"sampling/createMessage","params":{"text":"%s"}}`+"\n", i, strings.Repeat("s", size))
+	}
+	r := newReader(strings.NewReader(in.String()), 1<<20, NewPeerRequests(size))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	refused := 0
+	for {
+		_, id, err := r.message()
+		if err != nil {
+			break
+		}
+		if id != nil {
+			refused++
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if refused != n {
+		t.Fatalf("refused %d of %d requests", refused, n)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*size {
+		t.Fatalf("refusing %d requests of %d KiB allocated %d KiB; want at most %d KiB", n, size>>10, alloc>>10, 8*size>>10)
+	}
 }

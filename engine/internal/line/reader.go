@@ -22,9 +22,15 @@ import (
 // connection for good to encoding/json's stream decoder, which reads
 // all of those as the go-sdk's transport does. Both ways bound a
 // message by max.
+//
+// On a client connection it also admits the server's requests
+// ([PeerRequests]): a request past the bound is refused from the bytes
+// read, before its params are copied or decoded, so that refusing costs
+// nothing beyond the read buffer.
 type reader struct {
-	src io.Reader
-	max int // bytes of one message; <= 0 means no bound
+	src  io.Reader
+	max  int           // bytes of one message; <= 0 means no bound
+	peer *PeerRequests // nil admits every request
 
 	buf  []byte // read but not yet consumed: buf[off:]
 	off  int
@@ -42,13 +48,15 @@ const (
 	keepBuf  = 64 << 10 // a larger buffer is dropped once empty
 )
 
-func newReader(src io.Reader, max int) *reader {
-	return &reader{src: src, max: max}
+func newReader(src io.Reader, max int, peer *PeerRequests) *reader {
+	return &reader{src: src, max: max, peer: peer}
 }
 
 // message returns the next message, io.EOF at a clean end of stream, or
-// the error that ends the stream.
-func (r *reader) message() (jsonrpc.Message, error) {
+// the error that ends the stream; or, when a request of the server's is
+// past the bound of r.peer, the id of that request, refused and not
+// decoded (msg is nil).
+func (r *reader) message() (msg jsonrpc.Message, refused *jsonrpc.ID, err error) {
 	for r.dec == nil {
 		rest := r.buf[r.off:]
 		if i := bytes.IndexByte(rest[r.seen:], '\n'); i >= 0 {
@@ -60,22 +68,22 @@ func (r *reader) message() (jsonrpc.Message, error) {
 				continue
 			}
 			if r.max > 0 && len(line) > r.max {
-				return nil, ErrMessageTooLarge
+				return nil, nil, ErrMessageTooLarge
 			}
 			if !json.Valid(line) {
 				break // the decoder reads it, and says what is wrong
 			}
 			r.off += i + 1
-			return jsonwire.DecodeMessage(bytes.Clone(line))
+			return r.decodeLine(line)
 		}
 		// A long line comes in many reads: each is searched once.
 		r.seen = len(rest)
 		if r.max > 0 && len(rest) > r.max {
-			return nil, ErrMessageTooLarge
+			return nil, nil, ErrMessageTooLarge
 		}
 		if r.err != nil {
 			if len(jsonwire.TrimSpace(rest)) == 0 {
-				return nil, r.err
+				return nil, nil, r.err
 			}
 			break // a last message without its newline
 		}
@@ -93,7 +101,52 @@ func (r *reader) message() (jsonrpc.Message, error) {
 	if r.dec == nil {
 		r.slow()
 	}
-	return r.decode()
+	msg, err = r.decode()
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.admit(msg)
+}
+
+// decodeLine decodes line, one valid JSON value in the read buffer. The
+// usual envelope is read in place: a request of the server's past the
+// bound is refused from the buffer, nothing copied (as [PeerCall]
+// reads it); anything else is copied out of the buffer, which the
+// message then keeps.
+func (r *reader) decodeLine(line []byte) (jsonrpc.Message, *jsonrpc.ID, error) {
+	var w jsonwire.Envelope
+	if !w.FastDecode(line) {
+		msg, err := jsonwire.DecodeMessage(bytes.Clone(line))
+		if err != nil {
+			return nil, nil, err
+		}
+		return r.admit(msg)
+	}
+	if id, n, ok := envelopeCall(&w); ok && r.peer != nil && !r.peer.Admit(id, n) {
+		return nil, &id, nil
+	}
+	c := bytes.Clone(line)
+	w.Params, w.Result = rebase(c, line, w.Params), rebase(c, line, w.Result)
+	msg, err := w.Message()
+	return msg, nil, err
+}
+
+// rebase returns the slice of c, a copy of line, that sub is of line.
+func rebase(c, line, sub []byte) []byte {
+	if sub == nil {
+		return nil
+	}
+	off := cap(line) - cap(sub)
+	return c[off : off+len(sub) : off+len(sub)]
+}
+
+// admit refuses msg, a decoded message, when it is a request of the
+// server's past the bound of r.peer.
+func (r *reader) admit(msg jsonrpc.Message) (jsonrpc.Message, *jsonrpc.ID, error) {
+	if req := peerRequest(msg); req != nil && r.peer != nil && !r.peer.Admit(req.ID, len(req.Params)) {
+		return nil, &req.ID, nil
+	}
+	return msg, nil, nil
 }
 
 // fill reads more into the buffer, first moving what is left of it to

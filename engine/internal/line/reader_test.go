@@ -16,7 +16,7 @@ import (
 func readMessages(r *reader) []string {
 	var out []string
 	for range 1000 {
-		m, err := r.message()
+		m, _, err := r.message()
 		if err != nil {
 			return append(out, "error: "+err.Error())
 		}
@@ -59,14 +59,14 @@ func FuzzLineReader(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, input string) {
-		ref := newReader(strings.NewReader(input), 0)
+		ref := newReader(strings.NewReader(input), 0, nil)
 		ref.slow()
 		want := readMessages(ref)
 		for name, src := range map[string]io.Reader{
 			"at once":          strings.NewReader(input),
 			"a byte at a time": iotest.OneByteReader(strings.NewReader(input)),
 		} {
-			got := readMessages(newReader(src, 0))
+			got := readMessages(newReader(src, 0, nil))
 			if sameMessages(got) != sameMessages(want) {
 				t.Fatalf("%s: %q\n got %q\nwant %q", name, input, got, want)
 			}
@@ -108,7 +108,7 @@ func TestLineReaderBounds(t *testing.T) {
 		{"spread over lines, over the bound", strings.Replace(msg, ",", ",\n", -1) + "\n", 50, false},
 	} {
 		for _, src := range []io.Reader{strings.NewReader(tc.input), iotest.OneByteReader(strings.NewReader(tc.input))} {
-			_, err := newReader(src, tc.max).message()
+			_, _, err := newReader(src, tc.max, nil).message()
 			if tc.ok != (err == nil) || (!tc.ok && !errors.Is(err, ErrMessageTooLarge)) {
 				t.Errorf("%s: %v", tc.name, err)
 			}

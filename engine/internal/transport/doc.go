@@ -15,7 +15,9 @@
 // For HTTP servers it holds [HeaderTransport], which adds the configured
 // headers and refuses every request to another [Origin] than the
 // configured URL's, bounds each message of a response, passes on only
-// the first endpoint event of a legacy SSE stream, and fails a response
+// the first endpoint event of a legacy SSE stream, bounds the requests
+// the server sends the client on every event stream with the bound of a
+// stdio connection (line.PeerRequests: see peerGate), and fails a response
 // that carries the gateway's own [InstanceHeader] ([SelfError]), and
 // reads each tool's task support from the answers to tools/list requests
 // as the SDK reads them ([HeaderTransport.Listings]); [HTTPClient], which

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 	"github.com/voltmcp/voltmcp/engine/internal/tasks"
 )
 
@@ -82,6 +83,9 @@ type HeaderTransport struct {
 	sse      atomic.Pointer[ssePosts] // the POSTs of the legacy SSE session made through it
 	viaID    atomic.Pointer[string]   // ViaID, once worked out
 	lastPOST atomic.Int32
+	// gate bounds the server's requests to the client (peerGate); set
+	// by ConnectHTTP.
+	gate *peerGate
 }
 
 // InstanceHeader is the response header with which voltmcp serve --http
@@ -170,6 +174,9 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if tee && req.Method == http.MethodPost {
 		listing, listed = t.noteListing(req)
 	}
+	if t.gate != nil && req.Method == http.MethodPost {
+		t.gate.noteAnswer(req)
+	}
 	resp, err := t.Base.RoundTrip(req)
 	if listed && (err != nil || resp.StatusCode/100 != 2) {
 		t.Listings.Forget(listing) // no answer will come
@@ -195,7 +202,12 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if t.MaxMessage > 0 {
 			resp.Body = &boundedBody{rc: resp.Body, max: t.MaxMessage, events: events, tooLarge: t.TooLarge, trips: t.Trips}
 		}
-		if events && req.Method == http.MethodGet {
+		switch {
+		case events && t.gate != nil:
+			// The server's requests pass the bound (peerGate); a legacy
+			// SSE stream's first endpoint event is the only one.
+			resp.Body = newEventFilter(resp.Body, t.gate.keep(req, req.Method == http.MethodGet))
+		case events && req.Method == http.MethodGet:
 			// A legacy SSE stream: its first endpoint event is the only one.
 			resp.Body = newEndpointFilter(resp.Body)
 		}
@@ -378,6 +390,7 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	if u, err := url.Parse(endpoint); err == nil {
 		ht.Origin, _ = OriginOf(u)
 	}
+	ht.gate = &peerGate{base: ht.Base, origin: ht.Origin, peer: line.NewPeerRequests(ht.MaxMessage)}
 	hc := HTTPClient(ht)
 	// Each SSE session has a client of its own, whose POSTs end with it
 	// (ssePosts, below a login, which it does not bound).

@@ -90,31 +90,91 @@ func (e *CrossOriginError) Error() string {
 		e.Server, e.To.String(), "scheme, host and port must match")
 }
 
-// endpointFilter passes an event stream through, except each endpoint
-// event after the first: a legacy SSE server names the endpoint for its
-// POSTs once, at the start. The go-sdk reads only the first, and would
-// take a later one as a malformed message and end the session. Events
-// are read as the go-sdk reads them: lines end at LF, a blank line ends
-// an event, and "event:" names it. Each event is held until its end; the
-// boundedBody underneath bounds how long that can be.
-type endpointFilter struct {
+// eventFilter passes an event stream through, except the events keep
+// refuses. Events are read as the go-sdk reads them: lines end at LF, a
+// blank line ends an event. Each event is held until its end, whole,
+// and keep sees it so (the lines as they came); the boundedBody
+// underneath bounds how long that can be. An event it keeps it passes
+// on from the same buffer, without a copy; a buffer of a large event is
+// dropped once nothing more waits in the body's buffer (the next read
+// may wait on the server).
+type eventFilter struct {
 	r     *bufio.Reader
 	c     io.Closer
-	seen  bool   // an endpoint event was passed
+	keep  func(event []byte) bool
 	event []byte // the lines of the event being read
-	named bool   // the event being read is an endpoint event
-	out   []byte // what Read has still to return
+	out   []byte // what Read has still to return, of passed
+	held  []byte // the buffer of the event being passed on
+	spare []byte // a buffer for the next event
 	err   error  // the error of the body, once it ended
 }
 
-func newEndpointFilter(rc io.ReadCloser) *endpointFilter {
-	return &endpointFilter{r: bufio.NewReader(rc), c: rc}
+// keepEventBuf is the largest event buffer an eventFilter keeps while
+// it waits on the server.
+const keepEventBuf = 64 << 10
+
+func newEventFilter(rc io.ReadCloser, keep func(event []byte) bool) *eventFilter {
+	return &eventFilter{r: bufio.NewReader(rc), c: rc, keep: keep}
 }
 
-func (f *endpointFilter) Read(p []byte) (int, error) {
+// newEndpointFilter passes an event stream through, except each
+// endpoint event after the first: a legacy SSE server names the
+// endpoint for its POSTs once, at the start. The go-sdk reads only the
+// first, and would take a later one as a malformed message and end the
+// session.
+func newEndpointFilter(rc io.ReadCloser) *eventFilter {
+	return newEventFilter(rc, endpointOnce())
+}
+
+// endpointOnce returns the keep func of [newEndpointFilter].
+func endpointOnce() func(event []byte) bool {
+	seen := false
+	return func(event []byte) bool {
+		if name, _ := eventFields(event); name != "endpoint" {
+			return true
+		}
+		if seen {
+			return false
+		}
+		seen = true
+		return true
+	}
+}
+
+// eventFields returns the name of event (its last "event:" field,
+// trimmed) and its data as the go-sdk reads it: the values of its data
+// fields, trimmed, joined by LFs. Data of one field is a slice of event.
+func eventFields(event []byte) (name string, data []byte) {
+	fields := 0
+	for len(event) > 0 {
+		var line []byte
+		line, event, _ = bytes.Cut(event, []byte{'\n'})
+		field, value, ok := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte{':'})
+		if !ok {
+			continue
+		}
+		switch string(field) {
+		case "event":
+			name = string(bytes.TrimSpace(value))
+		case "data":
+			value = bytes.TrimSpace(value)
+			if fields++; fields == 1 {
+				data = value
+			} else {
+				data = append(append(bytes.Clone(data), '\n'), value...)
+			}
+		}
+	}
+	return name, data
+}
+
+func (f *eventFilter) Read(p []byte) (int, error) {
 	for len(f.out) == 0 {
 		if f.err != nil {
 			return 0, f.err
+		}
+		if f.event == nil {
+			f.event, f.spare = f.spare[:0], nil
 		}
 		line, err := f.r.ReadSlice('\n')
 		f.event = append(f.event, line...)
@@ -132,9 +192,6 @@ func (f *endpointFilter) Read(p []byte) (int, error) {
 			start := bytes.LastIndexByte(f.event[:end], '\n') + 1
 			text = bytes.TrimRight(f.event[start:], "\r\n")
 		}
-		if name, value, ok := bytes.Cut(text, []byte{':'}); ok && string(name) == "event" {
-			f.named = string(bytes.TrimSpace(value)) == "endpoint"
-		}
 		if err != nil {
 			f.err = err
 			f.endEvent()
@@ -146,23 +203,34 @@ func (f *endpointFilter) Read(p []byte) (int, error) {
 	}
 	n := copy(p, f.out)
 	f.out = f.out[n:]
-	if len(f.out) == 0 && f.err != nil {
-		return n, f.err
+	if len(f.out) == 0 {
+		f.reuse(f.held)
+		f.out, f.held = nil, nil
+		if f.err != nil {
+			return n, f.err
+		}
 	}
 	return n, nil
 }
 
-// endEvent passes the event just read on, unless it is a later endpoint
-// event.
-func (f *endpointFilter) endEvent() {
-	if f.named && f.seen {
-		f.event = f.event[:0]
-	} else {
-		f.seen = f.seen || f.named
-		f.out = append(f.out[:0], f.event...)
-		f.event = f.event[:0]
+// endEvent decides on the event read, and hands it to Read when it is
+// kept.
+func (f *eventFilter) endEvent() {
+	event := f.event
+	f.event = nil
+	if len(event) > 0 && f.keep(event) {
+		f.out, f.held = event, event
+		return
 	}
-	f.named = false
+	f.reuse(event)
 }
 
-func (f *endpointFilter) Close() error { return f.c.Close() }
+// reuse keeps buf for the next event, unless it is large and the next
+// read may wait on the server.
+func (f *eventFilter) reuse(buf []byte) {
+	if cap(buf) <= keepEventBuf || f.r.Buffered() > 0 {
+		f.spare = buf[:0]
+	}
+}
+
+func (f *eventFilter) Close() error { return f.c.Close() }

@@ -86,10 +86,15 @@ func (t *taskTee) Read(p []byte) (int, error) {
 
 func (t *taskTee) Close() error { return t.rc.Close() }
 
-// keep adds b to the message being read, up to max bytes.
+// keep adds b to the message being read, up to max bytes. A message
+// that starts while no listing waits for its answer is not kept: it
+// cannot be one (a server's requests and notifications, most of all,
+// which may be many and large).
 func (t *taskTee) keep(b []byte) {
 	switch {
 	case t.over:
+	case len(t.msg) == 0 && len(b) > 0 && !t.l.Pending():
+		t.over = true
 	case len(t.msg)+len(b) > t.max:
 		t.over, t.msg = true, t.msg[:0]
 	default:

@@ -347,12 +347,17 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.refreshAsync("prompts/list_changed") },
 		ProgressNotificationHandler: s.progress,
 	}
+	// The server's requests the client answers: the others (sampling,
+	// elicitation without a surface that asks, anything else) are
+	// refused before they are decoded (line.PeerRequests).
+	peerMethods := []string{"ping", "roots/list"}
 	if elicit := s.e.opts.Elicit; elicit != nil {
 		// Declared only when a surface can ask the user; otherwise the
 		// client has no elicitation capability and servers must not ask.
 		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return elicit(ctx, s.cfg.ID, req)
 		}
+		peerMethods = append(peerMethods, "elicitation/create")
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "voltmcp", Version: s.e.version}, copts)
 	if s.cfg.IsStdio() {
@@ -360,6 +365,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		if err != nil {
 			return nil, nil, "", 0, err
 		}
+		t.PeerMethods = peerMethods
 		listings := &tasks.Listings{}
 		t.Tap = taskTap{listings}
 		s.mu.Lock()
@@ -377,7 +383,7 @@ func (s *supervisor) open(ctx context.Context) (*mcp.ClientSession, *line.Conn, 
 		return nil, nil, "", 0, err
 	}
 	ht := &transport.HeaderTransport{Base: s.e.httpBase, Server: s.cfg.ID, Self: s.e.instance, SelfTokens: s.e.opts.GatewayTokens, ViaKey: s.e.viaKey, ViaSent: &s.e.viaSent, SetHeaders: setHeaders(s.cfg, s.e.lookup, &s.scrub),
-		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, Trips: &s.oversized, Listings: &tasks.Listings{}}
+		MaxMessage: messageCap(s.lim), TooLarge: line.ErrMessageTooLarge, PeerMethods: peerMethods, Trips: &s.oversized, Listings: &tasks.Listings{}}
 	s.mu.Lock()
 	s.httpT, s.tasks = ht, ht.Listings
 	s.mu.Unlock()

@@ -36,6 +36,10 @@ type Transport struct {
 	// the go-sdk's client, the engine makes calls of its own on it
 	// ([Conn.Send]).
 	Client bool
+	// PeerMethods, on a client connection, lists the methods of the
+	// server's requests that the client answers; the others are refused
+	// before they are decoded ([PeerRequests]). Nil admits any.
+	PeerMethods []string
 	// Check, when set, checks that work on the connection's reader (a
 	// tap's work, a reply) yields before it blocks; see [turn.Check].
 	// Tests set it.
@@ -70,7 +74,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		lanes: make(chan *reader)}
 	if t.Client {
 		c.pending = map[string]*ownCall{}
-		c.peer = NewPeerRequests(max)
+		c.peer = NewPeerRequests(max, t.PeerMethods)
 	}
 	go c.readLoop(max)
 	return c, nil
@@ -212,8 +216,8 @@ func (c *Conn) read(r *reader) (work func(yield func()), ended bool) {
 // returns the work that writes the answer, or nil when it gets none.
 // The work yields before it writes: a server that floods requests may
 // not read the answers.
-func (c *Conn) refuse(id jsonrpc.ID) func(yield func()) {
-	resp, written, ok := c.peer.Refusal(id)
+func (c *Conn) refuse(r Refused) func(yield func()) {
+	resp, written, ok := c.peer.Refusal(r.ID, r.Why)
 	if !ok {
 		return nil
 	}

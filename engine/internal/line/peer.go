@@ -44,7 +44,8 @@ const CodePeerRequestRefused = -32000
 // twice the message cap of server requests. It is safe for concurrent
 // use.
 type PeerRequests struct {
-	max int
+	max     int
+	answers map[string]bool // the methods the client answers; nil: any
 
 	mu    sync.Mutex
 	held  map[jsonrpc.ID]int // the bytes each request in flight holds
@@ -56,31 +57,70 @@ type PeerRequests struct {
 // NewPeerRequests returns the bound of a connection whose messages are at
 // most maxBytes long: the requests in flight hold at most that much
 // together, so that with the message being read the connection holds at
-// most twice the message cap of server requests.
-func NewPeerRequests(maxBytes int) *PeerRequests {
+// most twice the message cap of server requests. answers lists the
+// methods the connection's client answers (nil: any); a request of any
+// other method is refused as not found, from the bytes read, since the
+// client would refuse it only after decoding it.
+func NewPeerRequests(maxBytes int, answers []string) *PeerRequests {
 	if maxBytes <= 0 {
 		maxBytes = defaultMaxMessage
 	}
-	return &PeerRequests{max: maxBytes, held: map[jsonrpc.ID]int{}}
+	p := &PeerRequests{max: maxBytes, held: map[jsonrpc.ID]int{}}
+	if answers != nil {
+		p.answers = make(map[string]bool, len(answers))
+		for _, m := range answers {
+			p.answers[m] = true
+		}
+	}
+	return p
 }
 
-// Admit reports whether the request id, a request from the server with
-// params of the given length in bytes, may go on to the client; an
-// admitted request counts until [PeerRequests.Done] is called with its
-// id. A request whose id is already in flight is not admitted.
-func (p *PeerRequests) Admit(id jsonrpc.ID, params int) bool {
+// maxBareParams bounds the params of a request whose params carry
+// nothing the client reads but _meta (ping, roots/list).
+const maxBareParams = 64 << 10
+
+// Refused is a request of the server's that [PeerRequests.Admit]
+// refused: its id, and why.
+type Refused struct {
+	ID  jsonrpc.ID
+	Why *jsonrpc.Error
+}
+
+// Refusals of [PeerRequests.Admit].
+var (
+	refusedBusy      = &jsonrpc.Error{Code: CodePeerRequestRefused}
+	refusedLarge     = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams}
+	refusedNotServed = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}
+)
+
+// Admit decides on the request id, a request from the server for
+// method with params of the given length in bytes: it returns nil when
+// the request may go on to the client, and counts it until
+// [PeerRequests.Done] is called with its id; otherwise the kind of
+// refusal, for [PeerRequests.Refusal]. A request is refused when the
+// client does not answer its method, when its params are larger than the
+// method can need (ping and roots/list carry none but _meta), when its
+// id is already in flight or too long to echo, and when it would take
+// the requests in flight past [MaxPeerRequests] or the byte bound.
+func (p *PeerRequests) Admit(id jsonrpc.ID, method string, params int) *jsonrpc.Error {
 	if s, isString := id.Raw().(string); isString && len(s) > maxEchoedID {
-		return false // its answer could not be matched (Answered), nor a refusal echo it
+		return refusedBusy // its answer could not be matched (Answered), nor a refusal echo it
+	}
+	if p.answers != nil && !p.answers[method] {
+		return refusedNotServed
+	}
+	if (method == "ping" || method == "roots/list") && params > maxBareParams {
+		return refusedLarge
 	}
 	n := 2 * params // the bytes read, and the go-sdk's decoding of them
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, dup := p.held[id]; dup || len(p.held) >= MaxPeerRequests || p.bytes+n > p.max {
-		return false
+		return refusedBusy
 	}
 	p.held[id] = n
 	p.bytes += n
-	return true
+	return nil
 }
 
 // Done ends the count of the request id, when the client has answered
@@ -130,35 +170,35 @@ func (p *PeerRequests) Answered(head []byte) {
 // usual envelope is read in place, without a copy of the params
 // ([jsonwire.Envelope.FastDecode]); another is decoded. A message that
 // is no such request, or that the go-sdk would fail, is not ok.
-func PeerCall(data []byte) (id jsonrpc.ID, params int, ok bool) {
+func PeerCall(data []byte) (id jsonrpc.ID, method string, params int, ok bool) {
 	var w jsonwire.Envelope
 	if w.FastDecode(data) {
 		return envelopeCall(&w)
 	}
 	msg, err := jsonwire.DecodeMessage(data)
 	if err != nil {
-		return jsonrpc.ID{}, 0, false
+		return jsonrpc.ID{}, "", 0, false
 	}
 	if req := peerRequest(msg); req != nil {
-		return req.ID, len(req.Params), true
+		return req.ID, req.Method, len(req.Params), true
 	}
-	return jsonrpc.ID{}, 0, false
+	return jsonrpc.ID{}, "", 0, false
 }
 
 // envelopeCall is [PeerCall] of an envelope read.
-func envelopeCall(w *jsonwire.Envelope) (id jsonrpc.ID, params int, ok bool) {
+func envelopeCall(w *jsonwire.Envelope) (id jsonrpc.ID, method string, params int, ok bool) {
 	if w.Method == nil || w.ID == nil || w.Version != "2.0" {
-		return jsonrpc.ID{}, 0, false
+		return jsonrpc.ID{}, "", 0, false
 	}
 	id, err := jsonrpc.MakeID(w.ID)
-	return id, len(w.Params), err == nil
+	return id, *w.Method, len(w.Params), err == nil
 }
 
-// Refusal returns the error response refusing the request id, and a
-// func to call once it is written; ok is false when the request gets no
-// answer: its id is too long to echo, or too many refusals are being
-// written already.
-func (p *PeerRequests) Refusal(id jsonrpc.ID) (resp *jsonrpc.Response, written func(), ok bool) {
+// Refusal returns the error response refusing the request id for why,
+// what [PeerRequests.Admit] returned, and a func to call once it is
+// written; ok is false when the request gets no answer: its id is too
+// long to echo, or too many refusals are being written already.
+func (p *PeerRequests) Refusal(id jsonrpc.ID, why *jsonrpc.Error) (resp *jsonrpc.Response, written func(), ok bool) {
 	if s, isString := id.Raw().(string); isString && len(s) > maxEchoedID {
 		return nil, nil, false
 	}
@@ -166,9 +206,17 @@ func (p *PeerRequests) Refusal(id jsonrpc.ID) (resp *jsonrpc.Response, written f
 		p.refusing.Add(-1)
 		return nil, nil, false
 	}
-	msg := fmt.Sprintf("refused by voltmcp: the server has too many requests waiting for the client (at most %d at once, of %d bytes together)",
-		MaxPeerRequests, p.max)
-	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: CodePeerRequestRefused, Message: msg}}, func() { p.refusing.Add(-1) }, true
+	var msg string
+	switch why {
+	case refusedNotServed:
+		msg = "refused by voltmcp: its client does not answer this method"
+	case refusedLarge:
+		msg = fmt.Sprintf("refused by voltmcp: the params of this method are larger than %d bytes", maxBareParams)
+	default:
+		msg = fmt.Sprintf("refused by voltmcp: the server has too many requests waiting for the client (at most %d at once, of %d bytes together)",
+			MaxPeerRequests, p.max)
+	}
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: why.Code, Message: msg}}, func() { p.refusing.Add(-1) }, true
 }
 
 // peerRequest returns msg as a request from the peer that expects an

@@ -27,44 +27,81 @@ func TestPeerRequestsBound(t *testing.T) {
 		{"one too large", []int{513, 10}, []bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewPeerRequests(1024)
+			p := NewPeerRequests(1024, nil)
 			for i, n := range tc.sizes {
-				if got := p.Admit(mustID(t, float64(i)), n); got != tc.admit[i] {
+				if got := p.Admit(mustID(t, float64(i)), "elicitation/create", n) == nil; got != tc.admit[i] {
 					t.Fatalf("request %d of %d bytes: admitted %v; want %v", i, n, got, tc.admit[i])
 				}
 			}
 		})
 	}
-	p := NewPeerRequests(1024)
-	if !p.Admit(mustID(t, "a"), 10) || p.Admit(mustID(t, "a"), 10) {
+	p := NewPeerRequests(1024, nil)
+	admit := func(id any) bool { return p.Admit(mustID(t, id), "elicitation/create", 10) == nil }
+	if !admit("a") || admit("a") {
 		t.Fatal("a duplicate id in flight was admitted")
 	}
 	for i := range MaxPeerRequests - 1 {
-		p.Admit(mustID(t, float64(i)), 10)
+		admit(float64(i))
 	}
-	if p.Admit(mustID(t, "b"), 10) {
+	if admit("b") {
 		t.Fatal("admitted past the count")
 	}
 	p.Done(mustID(t, "a"))
-	if !p.Admit(mustID(t, "b"), 10) {
+	if !admit("b") {
 		t.Fatal("not admitted after an answer freed a place")
 	}
-	resp, written, ok := p.Refusal(mustID(t, "c"))
+	resp, written, ok := p.Refusal(mustID(t, "c"), refusedBusy)
 	data, _ := jsonrpc.EncodeMessage(resp)
 	if !ok || !strings.Contains(string(data), `"id":"c"`) || !strings.Contains(string(data), "refused by voltmcp") {
 		t.Fatalf("refusal %s, %v", data, ok)
 	}
 	written()
-	if _, _, ok := p.Refusal(mustID(t, strings.Repeat("i", maxEchoedID+1))); ok {
+	if _, _, ok := p.Refusal(mustID(t, strings.Repeat("i", maxEchoedID+1)), refusedBusy); ok {
 		t.Fatal("a refusal echoes an id past maxEchoedID")
 	}
 	for i := range maxRefusing {
-		if _, _, ok := p.Refusal(mustID(t, float64(i))); !ok {
+		if _, _, ok := p.Refusal(mustID(t, float64(i)), refusedBusy); !ok {
 			t.Fatalf("refusal %d not made", i)
 		}
 	}
-	if _, _, ok := p.Refusal(mustID(t, "d")); ok {
+	if _, _, ok := p.Refusal(mustID(t, "d"), refusedBusy); ok {
 		t.Fatal("more refusals being written than maxRefusing")
+	}
+}
+
+// TestPeerRequestsMethods refuses, as not found and before any count, a
+// request for a method the client does not answer, and one whose method
+// carries no params but _meta (ping, roots/list) with large params;
+// the refusal's code says which.
+func TestPeerRequestsMethods(t *testing.T) {
+	p := NewPeerRequests(1<<20, []string{"ping", "roots/list", "elicitation/create"})
+	for _, tc := range []struct {
+		method string
+		params int
+		want   *jsonrpc.Error
+	}{
+		{"ping", 0, nil},
+		{"roots/list", 100, nil},
+		{"elicitation/create", 100 << 10, nil},
+		{"sampling/createMessage", 10, refusedNotServed},
+		{"completion/complete", 10, refusedNotServed},
+		{"", 10, refusedNotServed},
+		{"ping", maxBareParams + 1, refusedLarge},
+		{"roots/list", 400 << 10, refusedLarge},
+	} {
+		id := mustID(t, tc.method+fmt.Sprint(tc.params))
+		if got := p.Admit(id, tc.method, tc.params); got != tc.want {
+			t.Errorf("%s with %d bytes of params: %v; want %v", tc.method, tc.params, got, tc.want)
+		} else if got != nil {
+			resp, written, ok := p.Refusal(id, got)
+			je, isRPC := resp.Error.(*jsonrpc.Error)
+			if !ok || !isRPC || je.Code != tc.want.Code || !strings.Contains(je.Message, "refused by voltmcp") {
+				t.Errorf("refusal of %s: %+v", tc.method, resp)
+			}
+			written()
+		} else {
+			p.Done(id)
+		}
 	}
 }
 
@@ -103,7 +140,7 @@ func TestReaderRefusesPeerRequests(t *testing.T) {
 				tc.line + "\n" +
 				`{"jsonrpc":"2.0","method":"notifications/progress","params":` + big + `}` + "\n" +
 				`{"jsonrpc":"2.0","id":1,"result":` + big + `}` + "\n"
-			r := newReader(strings.NewReader(input), 1<<20, NewPeerRequests(bound))
+			r := newReader(strings.NewReader(input), 1<<20, NewPeerRequests(bound, nil))
 			var got []string
 			for {
 				msg, refused, err := r.message()
@@ -112,7 +149,7 @@ func TestReaderRefusesPeerRequests(t *testing.T) {
 				}
 				switch m := msg.(type) {
 				case nil:
-					got = append(got, fmt.Sprintf("refused %v", refused.Raw()))
+					got = append(got, fmt.Sprintf("refused %v", refused.ID.Raw()))
 				case *jsonrpc.Request:
 					got = append(got, fmt.Sprintf("request %v %s", m.ID.Raw(), m.Method))
 				case *jsonrpc.Response:
@@ -134,7 +171,7 @@ func TestReaderRefusesPeerRequests(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":"f%d","method":"sampling/createMessage","params":{"text":"%s"}}`+"\n", i, strings.Repeat("s", size))
 	}
-	r := newReader(strings.NewReader(in.String()), 1<<20, NewPeerRequests(size))
+	r := newReader(strings.NewReader(in.String()), 1<<20, NewPeerRequests(size, nil))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	refused := 0

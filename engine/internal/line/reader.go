@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -40,12 +42,23 @@ type reader struct {
 	// dec, once set, reads the rest of the stream (slow mode).
 	dec *json.Decoder
 	lim *frameLimit
+
+	// spare keeps a large buffer let go of once empty, for the next long
+	// line, until spareIdle passes without one (spareDrop): a server
+	// that sends long lines in a row reads them all into one buffer,
+	// rather than leaving one as garbage for each, and an idle
+	// connection holds none. It is at most one message long.
+	spare     atomic.Pointer[[]byte]
+	spareDrop *time.Timer
 }
 
 // Bounds of reader's buffer.
 const (
 	readSize = 8 << 10  // the least it asks the source for
 	keepBuf  = 64 << 10 // a larger buffer is dropped once empty
+	// spareIdle is how long a large buffer dropped is kept for the
+	// next long line.
+	spareIdle = time.Second
 )
 
 func newReader(src io.Reader, max int, peer *PeerRequests) *reader {
@@ -56,7 +69,7 @@ func newReader(src io.Reader, max int, peer *PeerRequests) *reader {
 // the error that ends the stream; or, when a request of the server's is
 // past the bound of r.peer, the id of that request, refused and not
 // decoded (msg is nil).
-func (r *reader) message() (msg jsonrpc.Message, refused *jsonrpc.ID, err error) {
+func (r *reader) message() (msg jsonrpc.Message, refused *Refused, err error) {
 	for r.dec == nil {
 		rest := r.buf[r.off:]
 		if i := bytes.IndexByte(rest[r.seen:], '\n'); i >= 0 {
@@ -113,7 +126,7 @@ func (r *reader) message() (msg jsonrpc.Message, refused *jsonrpc.ID, err error)
 // bound is refused from the buffer, nothing copied (as [PeerCall]
 // reads it); anything else is copied out of the buffer, which the
 // message then keeps.
-func (r *reader) decodeLine(line []byte) (jsonrpc.Message, *jsonrpc.ID, error) {
+func (r *reader) decodeLine(line []byte) (jsonrpc.Message, *Refused, error) {
 	var w jsonwire.Envelope
 	if !w.FastDecode(line) {
 		msg, err := jsonwire.DecodeMessage(bytes.Clone(line))
@@ -122,8 +135,10 @@ func (r *reader) decodeLine(line []byte) (jsonrpc.Message, *jsonrpc.ID, error) {
 		}
 		return r.admit(msg)
 	}
-	if id, n, ok := envelopeCall(&w); ok && r.peer != nil && !r.peer.Admit(id, n) {
-		return nil, &id, nil
+	if id, method, n, ok := envelopeCall(&w); ok && r.peer != nil {
+		if why := r.peer.Admit(id, method, n); why != nil {
+			return nil, &Refused{id, why}, nil
+		}
 	}
 	c := bytes.Clone(line)
 	w.Params, w.Result = rebase(c, line, w.Params), rebase(c, line, w.Result)
@@ -142,9 +157,11 @@ func rebase(c, line, sub []byte) []byte {
 
 // admit refuses msg, a decoded message, when it is a request of the
 // server's past the bound of r.peer.
-func (r *reader) admit(msg jsonrpc.Message) (jsonrpc.Message, *jsonrpc.ID, error) {
-	if req := peerRequest(msg); req != nil && r.peer != nil && !r.peer.Admit(req.ID, len(req.Params)) {
-		return nil, &req.ID, nil
+func (r *reader) admit(msg jsonrpc.Message) (jsonrpc.Message, *Refused, error) {
+	if req := peerRequest(msg); req != nil && r.peer != nil {
+		if why := r.peer.Admit(req.ID, req.Method, len(req.Params)); why != nil {
+			return nil, &Refused{req.ID, why}, nil
+		}
 	}
 	return msg, nil, nil
 }
@@ -155,19 +172,46 @@ func (r *reader) fill() {
 	rest := len(r.buf) - r.off
 	switch {
 	case rest == 0 && cap(r.buf) > keepBuf:
+		r.keepSpare(r.buf)
 		r.buf = nil
 	case r.off > 0:
 		r.buf = r.buf[:copy(r.buf, r.buf[r.off:])]
 	}
 	r.off = 0
 	if cap(r.buf)-len(r.buf) < readSize {
-		r.buf = append(r.buf, make([]byte, max(readSize, cap(r.buf)))...)[:len(r.buf)]
+		if sp := r.takeSpare(len(r.buf) + readSize); sp != nil {
+			r.buf = append(sp[:0], r.buf...)
+		} else {
+			r.buf = append(r.buf, make([]byte, max(readSize, cap(r.buf)))...)[:len(r.buf)]
+		}
 	}
 	n, err := r.src.Read(r.buf[len(r.buf):cap(r.buf)])
 	r.buf = r.buf[:len(r.buf)+n]
 	if err != nil {
 		r.err = err
 	}
+}
+
+// keepSpare keeps buf, a large buffer now empty, for the next long
+// line, for spareIdle.
+func (r *reader) keepSpare(buf []byte) {
+	r.spare.Store(&buf)
+	if r.spareDrop == nil {
+		r.spareDrop = time.AfterFunc(spareIdle, func() { r.spare.Store(nil) })
+	} else {
+		r.spareDrop.Reset(spareIdle)
+	}
+}
+
+// takeSpare returns the spare buffer when it holds at least need bytes,
+// and nil otherwise (a smaller spare is dropped: the buffer that grows
+// past it becomes the spare).
+func (r *reader) takeSpare(need int) []byte {
+	sp := r.spare.Swap(nil)
+	if sp == nil || cap(*sp) < need {
+		return nil
+	}
+	return *sp
 }
 
 // slow hands the rest of the stream, what is buffered first, to

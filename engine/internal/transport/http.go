@@ -47,7 +47,11 @@ type HeaderTransport struct {
 	// Trips, when set, counts the responses cut short.
 	MaxMessage int
 	TooLarge   error
-	Trips      *atomic.Int64
+	// PeerMethods lists the methods of the server's requests that the
+	// client answers; the others are refused before they are decoded
+	// (line.PeerRequests). Nil admits any.
+	PeerMethods []string
+	Trips       *atomic.Int64
 	// Self is the instance id of the gateway this transport belongs to
 	// (the value of InstanceHeader its own HTTP handler answers with);
 	// a response that carries it fails its request with a *SelfError:
@@ -390,7 +394,7 @@ func ConnectHTTP(ctx context.Context, client *mcp.Client, endpoint string, mode 
 	if u, err := url.Parse(endpoint); err == nil {
 		ht.Origin, _ = OriginOf(u)
 	}
-	ht.gate = &peerGate{base: ht.Base, origin: ht.Origin, peer: line.NewPeerRequests(ht.MaxMessage)}
+	ht.gate = &peerGate{base: ht.Base, origin: ht.Origin, peer: line.NewPeerRequests(ht.MaxMessage, ht.PeerMethods)}
 	hc := HTTPClient(ht)
 	// Each SSE session has a client of its own, whose POSTs end with it
 	// (ssePosts, below a login, which it does not bound).

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 )
 
 // Origin is the scheme, host and port of a URL: what a server's
@@ -96,8 +98,7 @@ func (e *CrossOriginError) Error() string {
 // and keep sees it so (the lines as they came); the boundedBody
 // underneath bounds how long that can be. An event it keeps it passes
 // on from the same buffer, without a copy; a buffer of a large event is
-// dropped once nothing more waits in the body's buffer (the next read
-// may wait on the server).
+// kept for the next event for a second, then dropped.
 type eventFilter struct {
 	r     *bufio.Reader
 	c     io.Closer
@@ -105,9 +106,20 @@ type eventFilter struct {
 	event []byte // the lines of the event being read
 	out   []byte // what Read has still to return, of passed
 	held  []byte // the buffer of the event being passed on
-	spare []byte // a buffer for the next event
 	err   error  // the error of the body, once it ended
+
+	// spare is a buffer for the next event; a large one is dropped
+	// (spareDrop) once eventSpareIdle passes without an event that
+	// takes it: a server that sends large events in a row has them read
+	// into one buffer, rather than leaving one as garbage for each, and
+	// an idle stream holds none. It is at most one message long.
+	spare     atomic.Pointer[[]byte]
+	spareDrop *time.Timer
 }
+
+// eventSpareIdle is how long a large event buffer is kept for the next
+// event.
+const eventSpareIdle = time.Second
 
 // keepEventBuf is the largest event buffer an eventFilter keeps while
 // it waits on the server.
@@ -174,7 +186,9 @@ func (f *eventFilter) Read(p []byte) (int, error) {
 			return 0, f.err
 		}
 		if f.event == nil {
-			f.event, f.spare = f.spare[:0], nil
+			if sp := f.spare.Swap(nil); sp != nil {
+				f.event = (*sp)[:0]
+			}
 		}
 		line, err := f.r.ReadSlice('\n')
 		f.event = append(f.event, line...)
@@ -225,11 +239,20 @@ func (f *eventFilter) endEvent() {
 	f.reuse(event)
 }
 
-// reuse keeps buf for the next event, unless it is large and the next
-// read may wait on the server.
+// reuse keeps buf for the next event; a large one for eventSpareIdle.
 func (f *eventFilter) reuse(buf []byte) {
-	if cap(buf) <= keepEventBuf || f.r.Buffered() > 0 {
-		f.spare = buf[:0]
+	if buf == nil {
+		return
+	}
+	buf = buf[:0]
+	f.spare.Store(&buf)
+	if cap(buf) <= keepEventBuf {
+		return
+	}
+	if f.spareDrop == nil {
+		f.spareDrop = time.AfterFunc(eventSpareIdle, func() { f.spare.Store(nil) })
+	} else {
+		f.spareDrop.Reset(eventSpareIdle)
 	}
 }
 

@@ -81,11 +81,15 @@ func (g *peerGate) keep(req *http.Request, endpoint bool) func(event []byte) boo
 		if len(data) == 0 || !json.Valid(data) {
 			return true // the reader fails it, or skips it
 		}
-		id, params, ok := line.PeerCall(data)
-		if !ok || g.peer.Admit(id, params) {
+		id, method, params, ok := line.PeerCall(data)
+		if !ok {
 			return true
 		}
-		g.refuse(id, to.Load(), header)
+		why := g.peer.Admit(id, method, params)
+		if why == nil {
+			return true
+		}
+		g.refuse(line.Refused{ID: id, Why: why}, to.Load(), header)
 		return false
 	}
 }
@@ -97,14 +101,14 @@ const refusePost = 10 * time.Second
 // goroutine: the server may hold the POST until the stream being read
 // moves on. A request gets no answer when to is not known or not on
 // the server's origin, or when line.PeerRequests gives none.
-func (g *peerGate) refuse(id jsonrpc.ID, to *url.URL, header http.Header) {
+func (g *peerGate) refuse(r line.Refused, to *url.URL, header http.Header) {
 	if to == nil {
 		return
 	}
 	if o, ok := OriginOf(to); !ok || o != g.origin {
 		return
 	}
-	resp, written, ok := g.peer.Refusal(id)
+	resp, written, ok := g.peer.Refusal(r.ID, r.Why)
 	if !ok {
 		return
 	}

@@ -54,7 +54,7 @@ func TestPeerGate(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	ht := &HeaderTransport{Base: http.DefaultTransport, Server: "s", MaxMessage: 1 << 20, TooLarge: io.ErrShortBuffer}
 	ht.Origin, _ = OriginOf(u)
-	ht.gate = &peerGate{base: ht.Base, origin: ht.Origin, peer: line.NewPeerRequests(1 << 20)}
+	ht.gate = &peerGate{base: ht.Base, origin: ht.Origin, peer: line.NewPeerRequests(1<<20, nil)}
 
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/sse", nil)
 	req.Header.Set("X-Session", "s1")

@@ -25,6 +25,9 @@ type Stdio struct {
 	Check *turn.Check
 	// Tap, when set, sees the connection's messages (see [line.Tap]).
 	Tap line.Tap
+	// PeerMethods lists the methods of the server's requests that the
+	// client answers (see [line.Transport]).
+	PeerMethods []string
 
 	mu   sync.Mutex
 	proc *Process   // the running child, for its exit status
@@ -40,7 +43,7 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.mu.Lock()
 	t.proc = p
 	t.mu.Unlock()
-	conn, err := (&line.Transport{Reader: p.Reader(), Writer: p, MaxMessage: t.MaxLine, Client: true, Check: t.Check, Tap: t.Tap}).Connect(ctx)
+	conn, err := (&line.Transport{Reader: p.Reader(), Writer: p, MaxMessage: t.MaxLine, Client: true, Check: t.Check, Tap: t.Tap, PeerMethods: t.PeerMethods}).Connect(ctx)
 	if err != nil {
 		p.Close()
 		return nil, err

@@ -19,6 +19,7 @@ import (
 // next write through, led by an audit_gap record; a project layer cannot
 // set "allow".
 func TestAuditFailureUnderAllow(t *testing.T) {
+	t.Parallel()
 	for _, layer := range []string{"user", "project"} {
 		t.Run(layer, func(t *testing.T) {
 			settings := map[string]any{"audit": map[string]any{"onFailure": "allow"}}
@@ -119,6 +120,7 @@ func TestAuditFailureUnderAllow(t *testing.T) {
 // are refused; once the file is gone, a later record opens the log and
 // it resumes, with an audit_gap record first.
 func TestAuditLogThatDoesNotOpen(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	agent := filepath.Join(opts.Home, ".volt", "agent")
 	if err := os.MkdirAll(agent, 0o700); err != nil {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestLimitsConfigThenEnv(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{bound.EnvMaxTools: "5", bound.EnvMaxDescriptionChars: "9000", bound.EnvMaxSchemaDepth: "zero"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	l, notes := limits(cue.Server{Limits: cue.Limits{MaxTools: 10, MaxDescriptionChars: 300, MaxMessageBytes: 1 << 20}}, lookup)
@@ -30,6 +31,7 @@ func TestLimitsConfigThenEnv(t *testing.T) {
 }
 
 func TestModelText(t *testing.T) {
+	t.Parallel()
 	if got := modelText("gh", "Lists issues."); got != bound.Provenance("gh")+"Lists issues." {
 		t.Errorf("modelText = %q", got)
 	}
@@ -45,6 +47,7 @@ func TestModelText(t *testing.T) {
 }
 
 func TestBounderResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
 	b := newBounder("s", bound.DefaultLimits().Merge(bound.Limits{MaxTools: 2}))
 	m := &Metadata{
 		Resources: []Resource{
@@ -95,6 +98,7 @@ func TestBounderResourcesAndPrompts(t *testing.T) {
 }
 
 func TestBounderAcrossPages(t *testing.T) {
+	t.Parallel()
 	// The subset kept is the first maxTools by name over every page,
 	// whatever the paging (bound's TestListingAcrossPages), each kept
 	// tool with its hash.
@@ -122,6 +126,7 @@ func TestBounderAcrossPages(t *testing.T) {
 }
 
 func TestReboundCached(t *testing.T) {
+	t.Parallel()
 	l := bound.DefaultLimits()
 	m := &Metadata{Tools: []Tool{{Name: "a", Description: "ok"}, {Name: "bad name"}, {Name: "b", Description: "x\u200by"}}}
 	reboundCached(m, "s", l)

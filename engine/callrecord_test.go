@@ -29,6 +29,7 @@ type callCase struct {
 // one call record, with the status and reason of its end, and a policy
 // that fails or times out also leaves a policy_error record.
 func TestEveryCallLeavesOneRecord(t *testing.T) {
+	t.Parallel()
 	trust := func(cue.TrustInput) cue.TrustDecision { return cue.TrustDecision{Trusted: true, Reason: "test"} }
 	servers := map[string]server{
 		"s":     stdio("behave", server{"excludeTools": []string{"fail"}}),

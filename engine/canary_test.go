@@ -52,6 +52,7 @@ func (l *lockedBuffer) String() string {
 // it shown and kept in the sidecar by design. The tools called here
 // return no canary, so every file must be free of them.
 func TestCanarySweep(t *testing.T) {
+	t.Parallel()
 	canaries := map[string]string{
 		"host env":      "canaryHOST7f3a9c2e51",
 		"config ref":    "canaryREF0b8d4e6a27",

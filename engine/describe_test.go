@@ -71,6 +71,7 @@ func describedEngine(t *testing.T, ctx context.Context) *Engine {
 // tool's output schema, its task support and its annotations, in the
 // structured result and in the text.
 func TestDescribeShowsWhatCallersNeed(t *testing.T) {
+	t.Parallel()
 	ctx := testwait.Context(t)
 	cs := servedClient(t, ctx, describedEngine(t, ctx))
 	data, text := askServed(t, ctx, cs, map[string]any{"action": "describe", "server": "desc", "tool": mcptest.ToolReport}, false)
@@ -106,6 +107,7 @@ func TestDescribeShowsWhatCallersNeed(t *testing.T) {
 // the 16 KiB bound, valid JSON, its top levels kept, with a warning and
 // the read_cache id of the whole schema, which read_cache gives back.
 func TestDescribeBoundsALargeSchema(t *testing.T) {
+	t.Parallel()
 	ctx := testwait.Context(t)
 	cs := servedClient(t, ctx, describedEngine(t, ctx))
 	data, text := askServed(t, ctx, cs, map[string]any{"action": "describe", "server": "desc", "tool": mcptest.ToolWide}, false)
@@ -166,6 +168,7 @@ func TestDescribeBoundsALargeSchema(t *testing.T) {
 // once; a cursor of another query, another action, or none at all is a
 // clear error.
 func TestPagedAnswersGiveEveryResultOnce(t *testing.T) {
+	t.Parallel()
 	ctx := testwait.Context(t)
 	cs := servedClient(t, ctx, describedEngine(t, ctx))
 	pages := func(args map[string]any, collect func(data map[string]any) int) (map[string]int, []string) {
@@ -256,6 +259,7 @@ func cloneArgs(args map[string]any) map[string]any {
 // schemas at once), describe's schemas are JSON objects within
 // maxSchema, and the whole ones are in the output store.
 func TestDescribeSchemasAlwaysWithinTheBound(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{}, nil))
 	var wide, deep, enum, def strings.Builder
 	wide.WriteString(`{"type":"object","properties":{"p0":{"type":"string"}`)
@@ -317,6 +321,7 @@ func strconvQuote(s string) string {
 // simulate-research-query's task support ("required"), which the go-sdk's
 // client does not decode.
 func TestPeerEverythingDescribe(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"everything": nodeServer(t, npmpeers.EverythingEntry, "stdio")}, nil))
 	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "everything"); err != nil {

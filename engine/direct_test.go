@@ -18,6 +18,7 @@ import (
 )
 
 func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{
 		"m":     stdio("list-changed", server{"directTools": []string{"echo"}}),
 		"plain": stdio("behave", nil),
@@ -95,6 +96,7 @@ func TestDirectToolsArePinnedAndWithdrawn(t *testing.T) {
 // adds, which the reload lists in the background) are added to serve's
 // tools, with notifications/tools/list_changed, and can be called.
 func TestDirectToolsOfServersListedLater(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"m": stdio("behave", server{"directTools": []string{"echo"}})}, map[string]any{"directTools": true})
 	e := start(t, opts)
 	ctx := testwait.Context(t)
@@ -163,6 +165,7 @@ func TestDirectToolsOfServersListedLater(t *testing.T) {
 }
 
 func TestDirectToolsOffByDefault(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"m": stdio("behave", server{"directTools": true})}, nil))
 	if err := e.Connect(testwait.Context(t), "m"); err != nil {
 		t.Fatal(err)
@@ -177,6 +180,7 @@ func TestDirectToolsOffByDefault(t *testing.T) {
 // which may have listed the tools before the change, brings another
 // refresh rather than being dropped.
 func TestListChangedDuringRefreshIsNotLost(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"m": stdio("list-changed", nil)}, nil)
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -88,6 +88,16 @@ func TestEnvironThiefHelper(t *testing.T) {
 	switch os.Getenv(envRoleVar) {
 	case "gateway":
 		home := os.Getenv("HOME")
+		// No built-in plugin: compiling it would cost this process
+		// seconds under the race detector, and what is tested is New's
+		// hiding of the environment.
+		user := filepath.Join(home, ".volt", "agent", "mcp.json")
+		if err := os.MkdirAll(filepath.Dir(user), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(user, []byte(`{"version": 1, "settings": {"plugins": {"builtin": false}}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		e, err := New(context.Background(), &Options{Home: home, Project: home, Passive: true, DisableAudit: true})
 		if err != nil {
 			t.Fatal(err)

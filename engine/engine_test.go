@@ -27,12 +27,13 @@ func text(res *mcp.CallToolResult) string {
 }
 
 func TestLazyServerConnectsOnUseAndCaches(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"good": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	if s, _ := e.Server("good"); s.Status != StatusCold || s.ToolCounts.Cached != 0 {
 		t.Fatalf("lazy server before use: %+v", s)
 	}
-	if len(children()) != 0 {
+	if len(children(opts.Project, opts.Home)) != 0 {
 		t.Fatal("a lazy server started without being used")
 	}
 	res, err := e.callUngated(testwait.Context(t), "good", "echo", map[string]any{"text": "hi"})
@@ -60,12 +61,13 @@ func TestLazyServerConnectsOnUseAndCaches(t *testing.T) {
 	e2 := start(t, opts)
 	s2, _ := e2.Server("good")
 	m2, _ := e2.Metadata("good")
-	if s2.Status != StatusCold || m2 == nil || m2.Hash != m.Hash || len(children()) != 0 {
-		t.Errorf("from cache: status %s, metadata %v, children %v", s2.Status, m2 != nil, children())
+	if s2.Status != StatusCold || m2 == nil || m2.Hash != m.Hash || len(children(opts.Project, opts.Home)) != 0 {
+		t.Errorf("from cache: status %s, metadata %v, children %v", s2.Status, m2 != nil, children(opts.Project, opts.Home))
 	}
 }
 
 func TestCorruptCacheIsADiagnostic(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"good": stdio("behave", nil)}, nil)
 	path := cachePath(t, opts, "good")
 	os.MkdirAll(filepath.Dir(path), 0o700)
@@ -84,6 +86,7 @@ func TestCorruptCacheIsADiagnostic(t *testing.T) {
 }
 
 func TestGrandchildDiesWithTheServer(t *testing.T) {
+	t.Parallel()
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	opts := workspace(t, map[string]server{"gc": stdio("grandchild", nil, "VOLTMCP_TESTSERVER_PIDFILE="+pidfile)}, nil)
 	e := start(t, opts)
@@ -104,6 +107,7 @@ func TestGrandchildDiesWithTheServer(t *testing.T) {
 }
 
 func TestSigkillAfterSigtermIsIgnored(t *testing.T) {
+	t.Parallel()
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	opts := workspace(t, map[string]server{"stubborn": stdio("ignore-sigterm", nil, "VOLTMCP_TESTSERVER_PIDFILE="+pidfile)}, nil)
 	e := start(t, opts)
@@ -116,6 +120,7 @@ func TestSigkillAfterSigtermIsIgnored(t *testing.T) {
 }
 
 func TestHungServerAffectsOnlyItself(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{
 		"hang":    stdio("hang-init", server{"connectTimeoutMs": 300}),
 		"garbage": stdio("garbage", server{"connectTimeoutMs": 2000}),
@@ -139,6 +144,7 @@ func TestHungServerAffectsOnlyItself(t *testing.T) {
 }
 
 func TestCallTimeout(t *testing.T) {
+	t.Parallel()
 	// 2 s: the timeout must cut the hung call, and leave the echo after it
 	// room on a loaded machine.
 	opts := workspace(t, map[string]server{"h": stdio("hang-call", server{"callTimeoutMs": 2000})}, nil)
@@ -154,6 +160,7 @@ func TestCallTimeout(t *testing.T) {
 }
 
 func TestRequestTimeoutFromEnvironment(t *testing.T) {
+	t.Parallel()
 	// callTimeoutMs is 10 minutes; VOLTMCP_REQUEST_TIMEOUT, an operator's
 	// brake, lowers it.
 	opts := workspace(t, map[string]server{"h": stdio("hang-call", server{"callTimeoutMs": 600000})}, nil)
@@ -172,6 +179,7 @@ func TestRequestTimeoutFromEnvironment(t *testing.T) {
 }
 
 func TestCallCancellation(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	if err := e.Connect(testwait.Context(t), "s"); err != nil {
@@ -189,6 +197,7 @@ func TestCallCancellation(t *testing.T) {
 }
 
 func TestKeepAliveReconnectsAfterCrash(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"k": stdio("crash-call", server{"lifecycle": "keep-alive"})}, nil)
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)
@@ -266,6 +275,7 @@ func TestIdleDisconnect(t *testing.T) {
 }
 
 func TestStderrIsBounded(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"loud": stdio("flood-stderr", nil)}, nil)
 	e := start(t, opts)
 	if err := e.Connect(testwait.Context(t), "loud"); err != nil {
@@ -288,6 +298,7 @@ func TestStderrIsBounded(t *testing.T) {
 }
 
 func TestChildEnvironmentIsRestricted(t *testing.T) {
+	t.Parallel()
 	const canary = "ghp_CANARY_host_secret_0123456789"
 	opts := workspace(t, map[string]server{
 		"plain":   stdio("behave", nil),
@@ -327,6 +338,7 @@ func TestChildEnvironmentIsRestricted(t *testing.T) {
 }
 
 func TestMissingEnvIsAClearError(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", server{"env": map[string]string{"T": "${env:NOT_SET_ANYWHERE}"}})}, nil)
 	e := start(t, opts)
 	err := e.Connect(testwait.Context(t), "s")
@@ -336,6 +348,7 @@ func TestMissingEnvIsAClearError(t *testing.T) {
 }
 
 func TestListChangedRefreshes(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"m": stdio("list-changed", nil)}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
@@ -360,6 +373,7 @@ func TestListChangedRefreshes(t *testing.T) {
 }
 
 func TestPagingAndRepeatedCursor(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{
 		"many":   stdio("behave", nil, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=120"),
 		"repeat": stdio("repeat-cursor", nil),
@@ -382,6 +396,7 @@ func TestPagingAndRepeatedCursor(t *testing.T) {
 }
 
 func TestSetEnabledPersists(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
@@ -416,6 +431,7 @@ func TestSetEnabledPersists(t *testing.T) {
 }
 
 func TestUnknownServerSuggests(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"github": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	err := e.Connect(context.Background(), "githb")
@@ -425,6 +441,7 @@ func TestUnknownServerSuggests(t *testing.T) {
 }
 
 func TestStatusTransitions(t *testing.T) {
+	t.Parallel()
 	all := []Status{StatusDisabled, StatusUntrusted, StatusCold, StatusConnecting, StatusConnected, StatusDiscovering,
 		StatusReady, StatusNeedsAuth, StatusAuthenticating, StatusError, StatusDisconnecting, StatusDisconnected}
 	for _, from := range all {
@@ -445,6 +462,7 @@ func TestStatusTransitions(t *testing.T) {
 }
 
 func TestStaleMetadataRefreshesOnUseNotAtStart(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", server{"metadataRefreshMs": 1})}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
@@ -459,7 +477,7 @@ func TestStaleMetadataRefreshesOnUseNotAtStart(t *testing.T) {
 	if s, _ := e2.Server("s"); s.Status != StatusCold || !s.MetadataStale {
 		t.Fatalf("stale cache at start: %+v", s)
 	}
-	if len(children()) != 0 {
+	if len(children(opts.Project, opts.Home)) != 0 {
 		t.Fatal("start refreshed stale metadata by starting the server")
 	}
 	m, err := e2.FreshMetadata(ctx, "s")
@@ -472,6 +490,7 @@ func TestStaleMetadataRefreshesOnUseNotAtStart(t *testing.T) {
 }
 
 func TestCallEventsAndProgress(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	events, stop := e.Subscribe(256)

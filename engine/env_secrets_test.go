@@ -11,6 +11,7 @@ import (
 // gives serverSecrets the value as the server receives it, and nothing
 // else of the definition is taken for one.
 func TestServerSecrets(t *testing.T) {
+	t.Parallel()
 	host := map[string]string{"TOK": "hostTOKv4lue1", "ALLOWED": "allowedV4lue2", "QTOK": "qtokV4lue3", "AUTHV": "authV4lue4",
 		"MODE_PLAIN": "plainmode"}
 	lookup := func(k string) (string, bool) { v, ok := host[k]; return v, ok }

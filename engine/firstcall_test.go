@@ -21,13 +21,17 @@ import (
 // Through the engine's gateway, and through `voltmcp serve`'s stdio
 // server (whose calls take the lean path).
 func TestConcurrentFirstCallsWaitForDiscovery(t *testing.T) {
+	t.Parallel()
 	const servers, calls = 4, 200
 	for _, via := range []string{"gateway", "serve"} {
 		t.Run("via="+via, func(t *testing.T) {
+			t.Parallel()
 			cfg := map[string]server{}
 			for i := range servers {
-				// Paged listings of many tools: the discovery takes a while.
-				cfg[fmt.Sprintf("s%d", i)] = stdio(mcptest.ModeBehave, nil, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=1000")
+				// Paged listings of many tools: the discovery takes nine
+				// round trips of up to 50 tools, while the calls below
+				// start at once, as soon as it has begun.
+				cfg[fmt.Sprintf("s%d", i)] = stdio(mcptest.ModeBehave, nil, "VOLTMCP_TESTSERVER_EXTRA_TOOLS=400")
 			}
 			e := start(t, workspace(t, cfg, nil))
 			ctx := testwait.Context(t)
@@ -117,6 +121,7 @@ func serveSession(t *testing.T, ctx context.Context, e *Engine) *mcp.ClientSessi
 // (a search, whose wait is short, may instead say the server is still
 // being listed).
 func TestConcurrentReadsWaitForDiscovery(t *testing.T) {
+	t.Parallel()
 	const each = 25
 	// Paged listings of many tools: the discovery takes a while, and its
 	// timeouts are generous for a loaded machine.

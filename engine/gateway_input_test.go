@@ -41,6 +41,7 @@ const wireGatewaySchema = `{
 // TestGatewayInputSchemaIsTheWireSchema checks the schema derived from
 // the tables against the one agents know, and what the SDK sends of it.
 func TestGatewayInputSchemaIsTheWireSchema(t *testing.T) {
+	t.Parallel()
 	var want bytes.Buffer
 	if err := json.Compact(&want, []byte(wireGatewaySchema)); err != nil {
 		t.Fatal(err)
@@ -70,6 +71,7 @@ func gatewayFieldNamed(name string) *gatewayField {
 // fields (names, order, kinds) and the actions and fields the tool's
 // description names.
 func TestGatewayTablesMatchInputAndDescription(t *testing.T) {
+	t.Parallel()
 	typ := reflect.TypeFor[GatewayInput]()
 	var names []string
 	for i := range typ.NumField() {
@@ -157,6 +159,7 @@ func TestGatewayTablesMatchInputAndDescription(t *testing.T) {
 // gets a value of its own), and declines the integers, which
 // encoding/json then reads.
 func TestGatewayDecodersFollowTheFields(t *testing.T) {
+	t.Parallel()
 	for _, f := range gatewayFields {
 		value := map[gatewayFieldKind]string{gwString: `"v"`, gwInteger: `3`, gwObject: `{"a":[1]}`}[f.kind]
 		raw := []byte(`{"action":"status","` + f.name + `":` + value + `}`)
@@ -192,6 +195,7 @@ func TestGatewayDecodersFollowTheFields(t *testing.T) {
 // TestGatewayDispatchesEveryAction runs each action of the table through
 // Gateway and the serving path: none is unknown to the dispatcher.
 func TestGatewayDispatchesEveryAction(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{}, nil))
 	ctx := testwait.Context(t)
 	for _, name := range gatewayActions() {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestGatewayDefinitionIsConstantAndSmall(t *testing.T) {
+	t.Parallel()
 	tool := gatewayTool()
 	schema, _ := json.Marshal(tool.InputSchema)
 	var v any
@@ -42,6 +43,7 @@ func gw(t *testing.T, e *Engine, in GatewayInput) GatewayResult {
 }
 
 func TestGatewayBadInputs(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"github": stdio("behave", nil)}, nil))
 	if err := e.Connect(testwait.Context(t), "github"); err != nil {
 		t.Fatal(err)
@@ -80,6 +82,7 @@ func TestGatewayBadInputs(t *testing.T) {
 // is refused whatever the action, and that both ways of giving them
 // reach the same map.
 func TestDecodeGatewayArguments(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		input, raw, err string
 	}{
@@ -128,6 +131,7 @@ func TestDecodeGatewayArguments(t *testing.T) {
 }
 
 func TestGatewaySearchDescribeCallAndSidecar(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{
 		"hidden": stdio("behave", server{"excludeTools": []string{"echo"}}),
 	}, map[string]any{"maxOutputBytes": 4096, "maxOutputLines": 100})
@@ -194,6 +198,7 @@ func TestGatewaySearchDescribeCallAndSidecar(t *testing.T) {
 }
 
 func TestGatewaySearchNeverStartsAServer(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	if err := e.Refresh(testwait.Context(t), "s"); err != nil {
@@ -205,7 +210,7 @@ func TestGatewaySearchNeverStartsAServer(t *testing.T) {
 	if r.IsError || !strings.Contains(r.Text, `"tool":"add"`) {
 		t.Fatalf("search on a cold server: %s", r.Text)
 	}
-	if len(children()) != 0 {
+	if len(children(opts.Project, opts.Home)) != 0 {
 		t.Error("search started a server")
 	}
 	st := gw(t, e2, GatewayInput{Action: "list_servers"})
@@ -215,6 +220,7 @@ func TestGatewaySearchNeverStartsAServer(t *testing.T) {
 }
 
 func TestServeStdioAndHTTP(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	ctx := testwait.Context(t)
 

@@ -21,6 +21,7 @@ import (
 // TestDefaultDecideMatchesRego keeps the Go rule the engine uses when no
 // policy files are configured equal to the default voltmcp.tools policy.
 func TestDefaultDecideMatchesRego(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pol, err := policies.Load(ctx, &policies.Options{Timeout: time.Minute})
 	if err != nil {
@@ -73,6 +74,7 @@ func auditLines(t *testing.T, opts Options) string {
 }
 
 func TestTeamPolicyDeniesAndHides(t *testing.T) {
+	t.Parallel()
 	dir := writePolicy(t, "team.rego", `package voltmcp.tools
 
 deny contains {"msg": "no echo on Mondays", "rule": "no_echo"} if input.tool.name == "echo"
@@ -106,6 +108,7 @@ hide contains "add is not for agents" if input.tool.name == "add"
 }
 
 func TestBrokenPolicyFailsClosed(t *testing.T) {
+	t.Parallel()
 	dir := writePolicy(t, "broken.rego", "package voltmcp.tools\n\ndeny contains x if {\n")
 	opts := workspace(t, map[string]server{"tools": stdio("behave", nil)}, nil)
 	opts.PolicyDirs = []string{dir}
@@ -139,6 +142,7 @@ func TestBrokenPolicyFailsClosed(t *testing.T) {
 }
 
 func TestCallsAreAuditedWithoutSecrets(t *testing.T) {
+	t.Parallel()
 	const canary = "canary-audit-5b7d2e"
 	opts := workspace(t, map[string]server{"tools": stdio("behave", server{"env": map[string]string{"API_TOKEN": canary}})}, nil)
 	e := start(t, opts)
@@ -167,6 +171,7 @@ func TestCallsAreAuditedWithoutSecrets(t *testing.T) {
 }
 
 func TestOutputIsCleanedAndShaped(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"tools": stdio("behave", nil)}, nil))
 	hostile := "\x1b[31mred\x1b[0m \u202eevil\u202c \u200bzero\x07 \U000E0041tag"
 	r := gw(t, e, GatewayInput{Action: "call", Server: "tools", Tool: "echo", Arguments: map[string]any{"text": hostile}})
@@ -209,6 +214,7 @@ func TestOutputIsCleanedAndShaped(t *testing.T) {
 }
 
 func TestMismatchedPluginRatesUnknown(t *testing.T) {
+	t.Parallel()
 	as, err := filepath.Abs(filepath.Join("..", "examples", "plugins", "as", "classifier.wasm"))
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ func hintsServer(t *testing.T, extra server, hints map[string]string) (server, f
 // and a destructive name stays destructive even then: a team policy that
 // denies destructive tools holds.
 func TestToolHintsDoNotLowerRisk(t *testing.T) {
+	t.Parallel()
 	hints := map[string]string{
 		"delete_all_records": `{"readOnlyHint":true}`,
 		"frobnicate":         `{"readOnlyHint":true}`,
@@ -146,6 +147,7 @@ func TestToolHintsDoNotLowerRisk(t *testing.T) {
 // the team policy keeps refusing it meanwhile, whether or not the user
 // trusts the server's hints.
 func TestHintDowngradeIsHeld(t *testing.T) {
+	t.Parallel()
 	for _, trust := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trustToolHints=%v", trust), func(t *testing.T) {
 			srv, write := hintsServer(t, server{"trustToolHints": trust}, map[string]string{"records": `{"destructiveHint":true}`})
@@ -201,6 +203,7 @@ func TestHintDowngradeIsHeld(t *testing.T) {
 // as the CLI calls (Gateway) and through the SDK's server (Streamable
 // HTTP on loopback); cmd/voltmcp tests the lean path of a serve process.
 func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"gateway", "http", "parallel"} {
 		t.Run(path, func(t *testing.T) {
 			srv, write := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
@@ -285,6 +288,7 @@ func TestHeldChangeHoldsTheCallThatFindsIt(t *testing.T) {
 // the decision and the dispatch, say): what that listing found may hold
 // the tool.
 func TestCallNotSentOnAnOlderListing(t *testing.T) {
+	t.Parallel()
 	srv, _ := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
 	e := start(t, workspace(t, map[string]server{"db": srv}, nil))
 	ctx := testwait.Context(t)

@@ -134,6 +134,7 @@ func droppedReasons(items []DroppedItem) map[string]string {
 }
 
 func TestHostileHugeMetadata(t *testing.T) {
+	t.Parallel()
 	e := hostile(t, mcptest.ModeHugeMetadata, map[string]any{"maxDescriptionChars": 500}, nil)
 	events, stop := e.Subscribe(256)
 	defer stop()
@@ -188,6 +189,7 @@ func TestHostileHugeMetadata(t *testing.T) {
 }
 
 func TestHostileText(t *testing.T) {
+	t.Parallel()
 	e := hostile(t, mcptest.ModeHostileText, nil, nil)
 	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err != nil {
@@ -260,6 +262,7 @@ type pinCheck struct {
 }
 
 func TestRugPull(t *testing.T) {
+	t.Parallel()
 	for _, c := range []pinCheck{
 		{mode: mcptest.ModeRugPullSchema, tool: mcptest.RugPullTool, change: "schema-breaking", diffHas: `+     "` + mcptest.RugPullRequired + `"`, hiddenTo: mcptest.RugPullRequired},
 		{mode: mcptest.ModeRugPullDestructive, tool: mcptest.RugPullTool, change: "escalation", diffHas: `"destructiveHint": true`},
@@ -439,6 +442,7 @@ func TestHostileSchemaBomb(t *testing.T) {
 }
 
 func TestHostileSchemaBombFirstPage(t *testing.T) {
+	t.Parallel()
 	// The bomb's tools, bounded without the go-sdk in the way: the $ref
 	// cycle is kept as written, the oversized and the deep schemas drop
 	// their tools, each with its reason.
@@ -503,6 +507,7 @@ func TestHostileFloods(t *testing.T) {
 }
 
 func TestHostileHugeResource(t *testing.T) {
+	t.Parallel()
 	e := hostile(t, mcptest.ModeHugeResource, nil, nil)
 	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "bad"); err != nil {
@@ -523,6 +528,7 @@ func TestHostileHugeResource(t *testing.T) {
 }
 
 func TestHostileEndlessLine(t *testing.T) {
+	t.Parallel()
 	// 100 MiB without a newline: the read stops at maxMessageBytes (1 MiB
 	// here) and the connection fails saying why.
 	e := hostile(t, mcptest.ModeEndlessLine, map[string]any{"maxMessageBytes": 1 << 20}, nil)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestHTTPTransports(t *testing.T) {
+	t.Parallel()
 	streamable, sse := mcptest.ServeHTTP(t, mcptest.ModeBehave)
 	sseOnly := mcptest.ServeSSEOnly(t, mcptest.ModeBehave)
 	opts := workspace(t, map[string]server{
@@ -44,6 +45,7 @@ func TestHTTPTransports(t *testing.T) {
 }
 
 func TestHTTPHeadersFromEnvironment(t *testing.T) {
+	t.Parallel()
 	const token = "tok_0123456789abcdef"
 	u := mcptest.ServeHTTPWithHeaderCheck(t, mcptest.ModeBehave, "Authorization", "Bearer "+token)
 	opts := workspace(t, map[string]server{
@@ -85,6 +87,7 @@ func TestHTTPHeadersFromEnvironment(t *testing.T) {
 }
 
 func TestHTTPCallTimeoutAndSecretInURL(t *testing.T) {
+	t.Parallel()
 	streamable, _ := mcptest.ServeHTTP(t, mcptest.ModeHangCall)
 	const secret = "qs_secret_0123456789"
 	opts := workspace(t, map[string]server{

@@ -32,6 +32,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // HTTP handler on a real loopback listener: only those with the bearer
 // token, a loopback Host and no foreign Origin get through.
 func TestHTTPHandlerServesOnlyTheTokenHolder(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	hs := httptest.NewServer(e.HTTPHandler(testToken))
 	defer hs.Close()

@@ -43,6 +43,7 @@ func withArgs(mode string, extra ...string) server {
 // the second's callable, whether the two run another program or the
 // very same one; nor does the second see the first's pins.
 func TestProjectsSharingAnAgentDirKeepTheirOwnState(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		second server
@@ -146,6 +147,7 @@ func TestChangedIdentityIsANewServer(t *testing.T) {
 // an OAuth token included, and that it leaves another server's pins,
 // cache and outputs alone.
 func TestForgetDeletesWhatBelongedToTheServer(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"gone": stdio(mcptest.ModeBehave, nil), "kept": stdio(mcptest.ModeBehave, nil)}, nil)
 	ctx := testwait.Context(t)
 	e := start(t, opts)
@@ -203,6 +205,7 @@ func TestForgetDeletesWhatBelongedToTheServer(t *testing.T) {
 // still holds the server), its pins are not compared with the server's
 // tools, and they are not shown as the server's.
 func TestPinsFromBeforeIdentitiesAreNotUsed(t *testing.T) {
+	t.Parallel()
 	echo := pin.Meta{Name: "echo", Description: "Another echo.", Risk: "destructive"}
 	ghost := pin.Meta{Name: "ghost", Description: "A tool of the old program.", Risk: "read"}
 	for _, c := range []struct {

@@ -135,6 +135,7 @@ func resultText(t *testing.T, m map[string]any) string {
 // JSON-RPC lines: what it answers itself, what it leaves to the SDK, and
 // the wire details it must get right.
 func TestLeanServeWire(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -250,12 +251,14 @@ func TestLeanServeWire(t *testing.T) {
 // path (stdio) and through the SDK's server (Streamable HTTP), and
 // compares the results.
 func TestLeanServeMatchesSDK(t *testing.T) {
+	t.Parallel()
 	leanServeMatchesSDK(t, false)
 }
 
 // TestLeanHTTPMatchesSDK is TestLeanServeMatchesSDK with the lean path
 // on the Streamable HTTP surface (leanHTTP).
 func TestLeanHTTPMatchesSDK(t *testing.T) {
+	t.Parallel()
 	leanServeMatchesSDK(t, true)
 }
 
@@ -344,6 +347,7 @@ func leanServeMatchesSDK(t *testing.T, overHTTP bool) {
 // lean path, and that the server's errors,
 // progress and cancellation behave as through the SDK.
 func TestLeanUpstreamCall(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	ctx := testwait.Context(t)
 	if err := e.Connect(ctx, "s"); err != nil {
@@ -418,6 +422,7 @@ collect:
 // for progress only while the engine's events have a subscriber, who is
 // the only one to see it.
 func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	ctx := testwait.Context(t)
 	s, err := e.supervisor("s")
@@ -449,6 +454,7 @@ func TestProgressOnlyWhenSomeoneListens(t *testing.T) {
 // CallToolResult, and that it adds resultType as the SDK's server does
 // for a client of protocol 2026-07-28.
 func TestEncodeLeanResultMatchesSDK(t *testing.T) {
+	t.Parallel()
 	for _, r := range []GatewayResult{
 		{Text: "hello"},
 		{Text: "", IsError: true},
@@ -496,6 +502,7 @@ func TestEncodeLeanResultMatchesSDK(t *testing.T) {
 // error that does not carry the panic's value, logs the stack without
 // it, and leaves the connection serving.
 func TestLeanServePanicIsAnInternalError(t *testing.T) {
+	t.Parallel()
 	const canary = "sk-panic-canary-5f1e"
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	var boom atomic.Bool
@@ -549,6 +556,7 @@ func TestLeanServePanicIsAnInternalError(t *testing.T) {
 // other risk waits for its intent to be written before it is made
 // (writeAhead).
 func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
+	t.Parallel()
 	switch runtime.GOOS {
 	case "darwin", "dragonfly", "freebsd", "linux", "netbsd", "openbsd":
 	default:
@@ -627,6 +635,7 @@ func TestLeanServeReadsOnWhileTheAuditWaits(t *testing.T) {
 // Go API (an error result). None carries the panic's value, and each
 // surface serves the next call.
 func TestEveryCodecAnswersAPanicTheSameWay(t *testing.T) {
+	t.Parallel()
 	const canary = "sk-panic-canary-9a4c"
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	var boom atomic.Bool

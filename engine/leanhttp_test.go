@@ -23,6 +23,7 @@ import (
 // client (an engine that answers elicitation, which keeps its calls on
 // the SDK), and compares the gateway's answers.
 func TestLeanHTTPUpstreamMatchesSDK(t *testing.T) {
+	t.Parallel()
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeBehave)
 	servers := map[string]server{"h": {"url": url, "transport": "streamable-http"}}
 	lean := start(t, workspace(t, servers, nil))
@@ -97,6 +98,7 @@ func normalizeCall(r GatewayResult) GatewayResult {
 // initialized session is answered as one event of an event stream; a
 // cancelled call gets no answer, and its cancellation a 202.
 func TestLeanHTTPWire(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	ctx := testwait.Context(t)
 	lean := newLeanServe(ctx, e)

@@ -14,6 +14,7 @@ import (
 // the same order, with the same JSON names and options: a field added
 // to one and not the other fails here, before the answers differ.
 func TestCallAnswerMirrorsCallResult(t *testing.T) {
+	t.Parallel()
 	for _, pair := range [][2]reflect.Type{
 		{reflect.TypeFor[CallResult](), reflect.TypeFor[jsonwire.CallData]()},
 		{reflect.TypeFor[Truncation](), reflect.TypeFor[jsonwire.Truncation]()},
@@ -46,6 +47,7 @@ func TestCallAnswerMirrorsCallResult(t *testing.T) {
 // hand writing every call result it can write, and that what it writes
 // is encoding/json's encoding of the engine's result.
 func TestCallAnswerEncodesAsCallResult(t *testing.T) {
+	t.Parallel()
 	full := CallResult{Server: "s<", Tool: "t&", Status: "completed", Risk: RiskWrite, Content: "c\u2028",
 		Structured: json.RawMessage(`{"a":[1,"\u00e9"]}`), Notes: []string{"n1", "n2"},
 		Truncation: &Truncation{Truncated: true, ReturnedBytes: 1, TotalBytes: 2, ReturnedLines: 3, TotalLines: 4},

@@ -18,6 +18,7 @@ import (
 // listing found, and none is refused because the listing raced it
 // (errListedMeanwhile). Many calls at once share the one listing.
 func TestListUnlistedThenActAtOnce(t *testing.T) {
+	t.Parallel()
 	echo := GatewayInput{Action: "call", Server: "up", Tool: "echo", Arguments: map[string]any{"text": "hi"}}
 	for _, tt := range []struct {
 		name string
@@ -56,6 +57,7 @@ func TestListUnlistedThenActAtOnce(t *testing.T) {
 // lazy server is not stopped under it, and the call is not refused as
 // listed meanwhile.
 func TestListUnlistedCallDecidedAsTheListingEnds(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"up": stdio("behave", nil)}, nil)
 	var e *Engine
 	opts.Decide = func(in ToolInput) ToolDecision {
@@ -101,6 +103,7 @@ func TestListUnlistedCallDecidedAsTheListingEnds(t *testing.T) {
 // stopped again, its tools cached; an eager one stays running; the next
 // engine finds the cache and lists nothing.
 func TestListUnlistedStopsLazyServers(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"lazy": stdio("behave", nil), "eager": stdio("behave", server{"lifecycle": "eager"})}, nil)
 	e := start(t, opts)
 	e.ListUnlisted(testwait.Context(t))
@@ -136,6 +139,7 @@ func TestListUnlistedStopsLazyServers(t *testing.T) {
 // trusted config are listed at start, and nothing is with
 // settings.listAtStart or settings.enabled false.
 func TestListUnlistedQueuesOnlyWhatMayStart(t *testing.T) {
+	t.Parallel()
 	servers := map[string]server{"on": stdio("behave", nil), "off": stdio("behave", server{"enabled": false})}
 	for _, tt := range []struct {
 		name     string
@@ -164,6 +168,7 @@ func TestListUnlistedQueuesOnlyWhatMayStart(t *testing.T) {
 // its bounded wait, which names it as still being listed; a server that
 // fails to list says why in its status.
 func TestListUnlistedHangingAndFailingServers(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{
 		"up":   stdio("behave", nil),
 		"hang": stdio("hang-init", server{"connectTimeoutMs": 600000}),
@@ -199,6 +204,7 @@ func TestListUnlistedHangingAndFailingServers(t *testing.T) {
 // but whose pins are kept is listed at start; a call made at once waits
 // for that listing, and the escalation it finds holds the call.
 func TestListUnlistedHoldsAPinChange(t *testing.T) {
+	t.Parallel()
 	srv, write := hintsServer(t, nil, map[string]string{"records": `{"readOnlyHint":true}`})
 	opts := workspace(t, map[string]server{"db": srv}, nil)
 	opts.PolicyDirs = []string{writePolicy(t, "team.rego", denyDestructive)}

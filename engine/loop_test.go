@@ -22,6 +22,7 @@ import (
 // a server that is not a gateway passes. A configured header cannot
 // replace the chain the engine sends.
 func TestLoopBetweenGatewaysEnds(t *testing.T) {
+	t.Parallel()
 	ctx := testwait.Context(t)
 	lnA, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -154,6 +155,7 @@ func (v *viaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // its own id anywhere in it, or a chain past MaxVia, is a loop (508); a
 // malformed one is a bad request (400).
 func TestRefuseLoop(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{}, nil))
 	h := e.HTTPHandler(testToken)
 	long := strings.Repeat("x1,", transport.MaxVia) + "x1"

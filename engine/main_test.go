@@ -22,6 +22,13 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.RunIfChild()
+	if os.Getenv("VOLTMCP_TEST_ENVIRON_ROLE") != "" {
+		// A helper process of TestEnvironHiddenFromChildren (its role in
+		// envRoleVar) runs one test that classifies nothing: compiling
+		// the built-in module for it would cost seconds under the race
+		// detector.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "voltmcp-engine-test-wasm-")
 	if err != nil {
 		panic(err)
@@ -148,7 +155,7 @@ func start(t testing.TB, opts Options) *Engine {
 	t.Cleanup(func() {
 		e.Close()
 		// Close stops every process it started: none may be left.
-		if kids := children(); len(kids) > 0 {
+		if kids := children(opts.Project, opts.Home); len(kids) > 0 {
 			t.Errorf("child processes left after Close: %v", kids)
 		}
 	})
@@ -230,15 +237,33 @@ func waitGone(t *testing.T, pids ...int) {
 
 // children lists the live child processes of this test process, but
 // for engines' reapers (engine/internal/transport/reaper_linux.go),
-// which live as long as their engine.
-func children() []int {
+// which live as long as their engine. Given dirs, it lists only those
+// whose working directory is one of dirs or under one (an empty dir
+// names none): a stdio server runs in the directory of the config that
+// defines it, so a test that runs in parallel with others names its
+// workspace's project and home and sees its own servers only.
+func children(dirs ...string) []int {
+	var real []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		real = append(real, d)
+	}
 	var out []int
 	me := os.Getpid()
 	for pid, ppid := range mcptest.Parents() {
 		if ppid != me {
 			continue
 		}
-		if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.HasPrefix(string(cmdline), "voltmcp-reaper\x00") {
+		proc := "/proc/" + strconv.Itoa(pid)
+		if cmdline, _ := os.ReadFile(proc + "/cmdline"); strings.HasPrefix(string(cmdline), "voltmcp-reaper\x00") {
+			continue
+		}
+		if len(real) > 0 && !under(proc+"/cwd", real) {
 			continue
 		}
 		out = append(out, pid)
@@ -247,5 +272,55 @@ func children() []int {
 	return out
 }
 
+// under reports whether the link at cwd (a process's /proc/PID/cwd)
+// names one of dirs or a path under one. A process that has exited
+// names none.
+func under(cwd string, dirs []string) bool {
+	dir, err := os.Readlink(cwd)
+	if err != nil {
+		return false
+	}
+	for _, d := range dirs {
+		if d != "" && (dir == d || strings.HasPrefix(dir, d+string(filepath.Separator))) {
+			return true
+		}
+	}
+	return false
+}
+
 // killPID kills a process with SIGKILL.
 func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+// TestChildrenOfAWorkspace: children, given a workspace's project and
+// home, lists the stdio servers of that workspace's engine, user-layer
+// and project-layer alike, and none of another workspace's, so that the
+// check start makes after Close sees what it must in a test that runs in
+// parallel with others.
+func TestChildrenOfAWorkspace(t *testing.T) {
+	t.Parallel()
+	opts := workspace(t, map[string]server{"project": stdio(mcptest.ModeBehave, nil)}, nil)
+	userServers(t, opts, map[string]server{"user": stdio(mcptest.ModeBehave, nil)})
+	e := start(t, opts)
+	ctx := testwait.Context(t)
+	var pids []int
+	for _, id := range []string{"project", "user"} {
+		if err := e.Connect(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if kids := children(opts.Project, opts.Home); len(kids) != len(pids)+1 {
+			t.Fatalf("after connecting %s: children of the workspace %v, want %d", id, kids, len(pids)+1)
+		} else {
+			pids = kids
+		}
+	}
+	if kids := children(t.TempDir()); len(kids) != 0 {
+		t.Errorf("children of another directory: %v", kids)
+	}
+	if kids := children(); len(kids) < len(pids) {
+		t.Errorf("children of any directory %v lack the workspace's %v", kids, pids)
+	}
+	e.Close()
+	if kids := children(opts.Project, opts.Home); len(kids) != 0 {
+		t.Errorf("children of the workspace after Close: %v", kids)
+	}
+}

@@ -81,6 +81,7 @@ func attachments(t *testing.T, res *mcp.CallToolResult) []mcp.Content {
 // and kept for read_cache, which reads its base64 back; an item whose
 // data is not what its type says is described only.
 func TestMediaReachesTheAgent(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"m": stdio(mcptest.ModeMedia, server{"directTools": []string{mcptest.ToolMedia}})},
 		map[string]any{"directTools": true, "media": map[string]any{"maxItemBytes": 4000, "maxAnswerBytes": 6000}}))
 	ctx := testwait.Context(t)
@@ -180,6 +181,7 @@ func TestMediaReachesTheAgent(t *testing.T) {
 // TestMediaOffDescribes: with settings.media.inline false, every item
 // is described as before the setting existed, and nothing is attached.
 func TestMediaOffDescribes(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"m": stdio(mcptest.ModeMedia, nil)}, map[string]any{"media": map[string]any{"inline": false}}))
 	ctx := testwait.Context(t)
 	cs := serveClient(t, ctx, e)
@@ -193,6 +195,7 @@ func TestMediaOffDescribes(t *testing.T) {
 // TestMediaPolicy: a voltmcp.media deny keeps an item out, with its
 // reason, and a policy that fails to decide keeps every item out.
 func TestMediaPolicy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "media.rego"), []byte("package voltmcp.media\n\n"+
 		"deny contains \"no images over 200 bytes\" if input.item.bytes > 200\n"+
@@ -227,6 +230,7 @@ func TestMediaPolicy(t *testing.T) {
 // reaches a go-sdk client through serve as the image the server sent:
 // the same bytes a client of the server itself gets.
 func TestPeerEverythingTinyImage(t *testing.T) {
+	t.Parallel()
 	srv := nodeServer(t, npmpeers.EverythingEntry, "stdio")
 	e := start(t, workspace(t, map[string]server{"everything": srv}, nil))
 	ctx := testwait.Context(t)
@@ -293,6 +297,7 @@ func readResource(t *testing.T, ctx context.Context, cs *mcp.ClientSession, serv
 // described and kept for read_cache; a blob whose data is not its type,
 // or whose type is not on the allow list, described only and not kept.
 func TestMediaResourceReachesTheAgent(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"m": stdio(mcptest.ModeMedia, nil)},
 		map[string]any{"media": map[string]any{"maxItemBytes": 4000, "maxAnswerBytes": 6000}}))
 	ctx := testwait.Context(t)
@@ -354,6 +359,7 @@ func TestMediaResourceReachesTheAgent(t *testing.T) {
 // TestMediaResourceOffDescribes: with settings.media.inline false a
 // resource's blob is described as before the setting existed.
 func TestMediaResourceOffDescribes(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"m": stdio(mcptest.ModeMedia, nil)}, map[string]any{"media": map[string]any{"inline": false}}))
 	ctx := testwait.Context(t)
 	cs := serveClient(t, ctx, e)
@@ -369,6 +375,7 @@ func TestMediaResourceOffDescribes(t *testing.T) {
 // resource, base64 of text declared text/plain, reaches the agent
 // described, not passed on: its type is not an image or audio type.
 func TestPeerEverythingBlobResource(t *testing.T) {
+	t.Parallel()
 	srv := nodeServer(t, npmpeers.EverythingEntry, "stdio")
 	e := start(t, workspace(t, map[string]server{"everything": srv}, nil))
 	ctx := testwait.Context(t)

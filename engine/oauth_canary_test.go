@@ -23,6 +23,7 @@ import (
 // statuses, summaries, auth states, logout results, events, log lines,
 // and every other file under the agent directory (audit log, caches).
 func TestOAuthCanarySweep(t *testing.T) {
+	t.Parallel()
 	const secret = "canaryCLIENTSECRET5e2b7c9d41"
 	// pre's tokens live 5 s: a use after one has expired refreshes it
 	// (due, whatever the refresh margin).

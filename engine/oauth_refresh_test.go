@@ -20,6 +20,7 @@ import (
 // refreshes are serialized by the token file's lock, each gateway uses
 // the token the other stored, and the grant survives.
 func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
 	var log bytes.Buffer
 	opts := oauthWorkspace(t, f.MCPURL, &log)
@@ -72,6 +73,7 @@ func TestOAuthRefreshSharedAcrossGateways(t *testing.T) {
 // refresh does, rather than a refresh per call, one at a time; the log
 // says the server's tokens are short-lived.
 func TestOAuthShortLivedTokenRefreshedOnce(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, &oauthtest.Options{TTL: 30 * time.Second})
 	var log bytes.Buffer
 	opts := oauthWorkspace(t, f.MCPURL, &log)

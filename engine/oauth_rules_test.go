@@ -24,6 +24,7 @@ import (
 // authorization) and in the logout's result (which removes the tokens all
 // the same).
 func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
+	t.Parallel()
 	for _, tr := range oauthTransports {
 		t.Run(tr, func(t *testing.T) {
 			// Tokens that live 5 s: the stored one has expired, so is
@@ -86,6 +87,7 @@ func TestOAuthRulesHoldForRefreshAndLogout(t *testing.T) {
 // refused before they are sent, so the token it authorized stays on its
 // origin, as a configured header does.
 func TestOAuthSSEEndpointOfAnotherOriginGetsNoToken(t *testing.T) {
+	t.Parallel()
 	o := oauthtest.New(t, nil)
 	foreign := newForeignListener(t)
 	sse, sseURL := serveLoopback(t)

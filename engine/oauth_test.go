@@ -109,6 +109,7 @@ func drain(ch <-chan Event) []Event {
 }
 
 func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, nil)
 	var log bytes.Buffer
 	opts := oauthWorkspace(t, f.MCPURL, &log)
@@ -193,6 +194,7 @@ func TestOAuthAuthorizeStoreAndReuse(t *testing.T) {
 }
 
 func TestOAuthRefreshesStoredToken(t *testing.T) {
+	t.Parallel()
 	// The stored token has expired when the next engine starts: it is
 	// refreshed, and the new one stored.
 	f := oauthtest.New(t, &oauthtest.Options{TTL: 5 * time.Second})
@@ -251,6 +253,7 @@ func TestOAuthRefreshesStoredToken(t *testing.T) {
 }
 
 func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, nil)
 	var log bytes.Buffer
 	opts := oauthWorkspace(t, f.MCPURL, &log)
@@ -293,6 +296,7 @@ func TestOAuthWithoutAuthorizerNeedsAuth(t *testing.T) {
 }
 
 func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, nil)
 	var log bytes.Buffer
 	opts := oauthWorkspace(t, f.MCPURL, &log)
@@ -327,6 +331,7 @@ func TestOAuthTokenNotReusedForAnotherURL(t *testing.T) {
 }
 
 func TestOAuthTimeouts(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, nil)
 	// connectTimeoutMs bounds what the gateway does, not the user, who
 	// takes longer than it below, within authTimeoutMs.
@@ -378,6 +383,7 @@ func TestOAuthTimeouts(t *testing.T) {
 }
 
 func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
+	t.Parallel()
 	const secret = "client_secret_0123456789"
 	f := oauthtest.New(t, &oauthtest.Options{ClientID: "client-1", ClientSecret: secret, HidePRM: true})
 	opts := workspace(t, map[string]server{
@@ -428,6 +434,7 @@ func TestOAuthConfiguredClientAndResourceMetadata(t *testing.T) {
 }
 
 func TestOAuthRefusedAuthorizationIsAClearError(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, nil)
 	opts := workspace(t, map[string]server{
 		"o": {"url": f.MCPURL, "transport": "streamable-http", "auth": map[string]any{"type": "oauth", "allowInsecureLoopback": true}},

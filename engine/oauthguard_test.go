@@ -180,6 +180,7 @@ var oauthTransports = []string{"streamable-http", "sse"}
 // address, is refused before any request to it, and the error names the
 // field.
 func TestOAuthRefusesURLsTheServerNames(t *testing.T) {
+	t.Parallel()
 	foreign := newForeignListener(t)
 	fu, _ := url.Parse(foreign.url)
 	cases := []struct {
@@ -265,6 +266,7 @@ func TestOAuthRefusesURLsTheServerNames(t *testing.T) {
 // TestOAuthRequiresS256: an authorization server that does not list S256
 // is refused before registration or authorization.
 func TestOAuthRequiresS256(t *testing.T) {
+	t.Parallel()
 	for name, methods := range map[string]any{"plain only": []string{"plain"}, "missing": nil, "not a list": "S256", "sse": []string{"plain"}} {
 		t.Run(name, func(t *testing.T) {
 			h := newHostileAuth(t, hostileShape{asMeta: func(as string, m map[string]any) {
@@ -293,6 +295,7 @@ func TestOAuthRequiresS256(t *testing.T) {
 // that is malformed or an error, is refused by field and limit, and no
 // error quotes it (the answers hold the canary).
 func TestOAuthRegistrationAnswersAreChecked(t *testing.T) {
+	t.Parallel()
 	raw := func(status int, body string) func(http.ResponseWriter, []string) {
 		return func(w http.ResponseWriter, _ []string) {
 			w.Header().Set("Content-Type", "application/json")
@@ -359,6 +362,7 @@ func TestOAuthRegistrationAnswersAreChecked(t *testing.T) {
 // TestOAuthTokenErrorsAreNotQuoted: the token endpoint's error answer
 // shows as its error code only.
 func TestOAuthTokenErrorsAreNotQuoted(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		token func(http.ResponseWriter)
 		want  string

@@ -109,6 +109,7 @@ func (h *harvestingAS) leaks() []string {
 // The refusal names the server and the refused origin, never the secret,
 // and the harvesting server receives no request at all.
 func TestOAuthClientSecretStaysWithItsIssuer(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"OAUTH_SECRET": clientSecretCanary}
 	pre := func(extra map[string]any) map[string]any {
 		a := map[string]any{"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}",
@@ -178,6 +179,7 @@ func TestOAuthClientSecretStaysWithItsIssuer(t *testing.T) {
 // pre-registered client authorizes; without it, the same config is
 // refused before any request for that server's metadata.
 func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
+	t.Parallel()
 	f := oauthtest.New(t, &oauthtest.Options{ClientID: "client-1", ClientSecret: clientSecretCanary})
 	authCfg := func(issuer string) map[string]any {
 		a := map[string]any{"type": "oauth", "clientId": "client-1", "clientSecret": "${env:OAUTH_SECRET}", "allowInsecureLoopback": true}
@@ -235,6 +237,7 @@ func TestOAuthIssuerAllowsItsAuthorizationServer(t *testing.T) {
 // 8414 §3.3), by the guard and without quoting it, before registration
 // or authorization.
 func TestOAuthMetadataIssuerMustMatch(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		edit func(as string, m map[string]any)
 		want string
@@ -269,6 +272,7 @@ func TestOAuthMetadataIssuerMustMatch(t *testing.T) {
 // is not used: its refresh would carry the client secret to its token
 // URL. A fresh authorization at the issuer takes its place.
 func TestOAuthStoredTokenOfAnotherIssuerIsNotRefreshed(t *testing.T) {
+	t.Parallel()
 	for name, stored := range map[string]func(evil string) string{
 		"another issuer": func(evil string) string { return evil },
 		"no issuer":      func(string) string { return "" },

@@ -16,6 +16,7 @@ import (
 // is refused with the reason, status says the gateway is off, and a
 // served client sees no tool and the reason in the instructions.
 func TestEnabledFalseTurnsTheGatewayOff(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"up": stdio("behave", server{"lifecycle": "eager"})}, map[string]any{"enabled": false})
 	e := start(t, opts)
 	file := filepath.Join(opts.Project, ".volt", "mcp.json")
@@ -60,7 +61,7 @@ func TestEnabledFalseTurnsTheGatewayOff(t *testing.T) {
 		t.Errorf("a call of the mcp tool was answered: %+v", res)
 	}
 	// The eager server never started.
-	if s, _ := e.Server("up"); s.Status != StatusCold || len(children()) != 0 {
-		t.Errorf("eager server: %s, children %v", s.Status, children())
+	if s, _ := e.Server("up"); s.Status != StatusCold || len(children(opts.Project, opts.Home)) != 0 {
+		t.Errorf("eager server: %s, children %v", s.Status, children(opts.Project, opts.Home))
 	}
 }

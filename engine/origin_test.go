@@ -71,6 +71,7 @@ func canaryOptions(t *testing.T, servers map[string]server) Options {
 // endpoint event names another origin gets no POST there, and the
 // configured Authorization header goes nowhere but the configured origin.
 func TestSSEEndpointOfAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
 	foreign := newForeignListener(t)
 	fu, _ := url.Parse(foreign.url)
 	// Each endpoint names the foreign listener (or, for https, the SSE
@@ -137,6 +138,7 @@ func TestSSEEndpointOfAnotherOriginIsRefused(t *testing.T) {
 // server that redirects to another origin gets the request refused; the
 // configured header never reaches the other origin.
 func TestRedirectToAnotherOriginCarriesNoHeader(t *testing.T) {
+	t.Parallel()
 	foreign := newForeignListener(t)
 	ts, u := serveLoopback(t)
 	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -162,6 +164,7 @@ func TestRedirectToAnotherOriginCarriesNoHeader(t *testing.T) {
 // TestSSELaterEndpointEventIsIgnored: an endpoint event after the first
 // neither moves the POSTs nor ends the session.
 func TestSSELaterEndpointEventIsIgnored(t *testing.T) {
+	t.Parallel()
 	foreign := newForeignListener(t)
 	ms := mcp.NewServer(&mcp.Implementation{Name: "sse-test", Version: "1"}, nil)
 	mcp.AddTool(ms, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {

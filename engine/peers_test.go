@@ -162,6 +162,7 @@ func checkEverything(t *testing.T, e *Engine, id, transport string) {
 }
 
 func TestPeerEverythingStdio(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{
 		"everything": nodeServer(t, npmpeers.EverythingEntry, "stdio"),
 	}, nil)
@@ -177,6 +178,7 @@ func TestPeerEverythingStdio(t *testing.T) {
 // host's environment beyond the baseline: its get-env tool returns its
 // whole process environment.
 func TestPeerEverythingEnvCanary(t *testing.T) {
+	t.Parallel()
 	const canaryName = "VOLTMCP_CANARY_TOKEN"
 	const canary = "ghp_voltmcpCanary0123456789abcdefABCDEF"
 	opts := workspace(t, map[string]server{
@@ -276,6 +278,7 @@ func TestPeerHTTPServerGoneIsAnError(t *testing.T) {
 }
 
 func TestPeerFilesystemStdio(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const content = "voltmcp was here\nline two\n"
 	if err := os.WriteFile(filepath.Join(root, "hello.txt"), []byte(content), 0o644); err != nil {

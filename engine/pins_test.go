@@ -12,6 +12,7 @@ import (
 )
 
 func TestPinsFailClosed(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"bad": stdio(mcptest.ModeRugPull, nil)}, nil)
 	e := start(t, opts)
 	// A file where the pin directory should be: nothing can be pinned.
@@ -42,6 +43,7 @@ func TestPinsFailClosed(t *testing.T) {
 }
 
 func TestApproveFromAnotherEngine(t *testing.T) {
+	t.Parallel()
 	// One engine serves; another (as `voltmcp approve` would) approves. The
 	// serving one sees the approval without a refresh, within pinRecheck.
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeRugPullDestructive)

@@ -20,6 +20,7 @@ import (
 // rating must be the classifier's, not the fault's unknown kept for the
 // life of the process.
 func TestClassifierFaultIsNotKept(t *testing.T) {
+	t.Parallel()
 	path, err := filepath.Abs(filepath.Join("..", "wasm", "testdata", "recurse.wasm"))
 	if err != nil {
 		t.Fatal(err)

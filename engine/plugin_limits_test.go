@@ -62,6 +62,7 @@ func classifierOnly(plugin map[string]any) map[string]any {
 // call is a deadline fault at 50 ms, not at the host's default second,
 // and the tool is rated unknown (the fail-closed fallback).
 func TestPluginTimeoutMs(t *testing.T) {
+	t.Parallel()
 	opts := withUserSettings(t, workspace(t, map[string]server{}, nil), classifierOnly(testPlugin(t, "recurse.wasm", map[string]any{"timeoutMs": 50})))
 	e := start(t, opts)
 	events, stop := e.Subscribe(16)
@@ -91,6 +92,7 @@ func TestPluginTimeoutMs(t *testing.T) {
 // (wasm/testdata/grow.wasm): with memoryPages 8 the call faults for
 // memory and the tool is rated unknown; without it, the module answers.
 func TestPluginMemoryPages(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		extra    map[string]any
 		risk     Risk
@@ -115,6 +117,7 @@ func TestPluginMemoryPages(t *testing.T) {
 // does not load (a wrong pin) is found then too, and rates every tool
 // unknown.
 func TestGuardPreparesInTheBackground(t *testing.T) {
+	t.Parallel()
 	dir := writePolicy(t, "team.rego", "package voltmcp.tools\n\ndeny contains \"no drop\" if input.tool.name == \"drop\"\n")
 	for _, tt := range []struct {
 		name   string
@@ -163,6 +166,7 @@ func TestGuardPreparesInTheBackground(t *testing.T) {
 // engine compiles its plugins into DefaultPluginCacheDir, voltmcp/wasm
 // under $XDG_CACHE_HOME, the directory the CLI uses too.
 func TestPluginCacheDirDefault(t *testing.T) {
+	t.Parallel()
 	cache := t.TempDir()
 	opts := withUserSettings(t, workspace(t, map[string]server{}, nil), classifierOnly(testPlugin(t, "grow.wasm", nil)))
 	opts.PluginCacheDir = ""

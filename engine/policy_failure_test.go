@@ -17,6 +17,7 @@ import (
 // first call is denied for the failure; the second must be decided anew
 // and allowed, not refused from a cache for the life of the process.
 func TestPolicyFailureIsNotCached(t *testing.T) {
+	t.Parallel()
 	dir := writePolicy(t, "team.rego", `package voltmcp.tools
 
 deny contains "no add" if input.tool.name == "add"
@@ -68,6 +69,7 @@ deny contains "never" if count([x | some x in numbers.range(1, 200000)]) < 0
 // refuses every call as for a broken policy, and its diagnostics and the
 // refusal name the directory.
 func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := workspace(t, map[string]server{"tools": stdio("behave", nil)}, nil)
 	opts.PolicyDirs = []string{dir}
@@ -106,6 +108,7 @@ func TestEmptyPolicyDirectoryFailsClosed(t *testing.T) {
 // pattern must apply from then on, not be lost for the life of the
 // process.
 func TestRedactFailureIsNotKept(t *testing.T) {
+	t.Parallel()
 	dir := writePolicy(t, "redact.rego", "package voltmcp.redact\n\n"+
 		"# Tens of milliseconds of work, so the short deadline below is missed for sure.\n"+
 		"secret_pattern contains `\\bACME-[0-9]{6}\\b` if count([x | some x in numbers.range(1, 200000)]) >= 0\n")

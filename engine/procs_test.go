@@ -16,6 +16,7 @@ import (
 // stdout and stderr open; the other's parent exited at once. A
 // disconnect, and a crash of the server, leave none of them running.
 func TestSetsidGrandchildrenDieWithTheServer(t *testing.T) {
+	t.Parallel()
 	for _, end := range []string{"disconnect", "crash", "close"} {
 		t.Run(end, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "pid")

@@ -16,6 +16,7 @@ import (
 // the policy set is built: the set decides by the files as they were
 // read and hashed with the config, never by what is on disk later.
 func TestProjectPoliciesLoadTheBytesTrustHashed(t *testing.T) {
+	t.Parallel()
 	home, project := t.TempDir(), t.TempDir()
 	files := map[string]string{
 		".volt/mcp.json":   `{"version":1,"settings":{"policies":["../policy"]}}`,

@@ -15,6 +15,7 @@ import (
 // model's and refused, and so is every input of an engine whose surface
 // serves agents or is not set.
 func TestGetPromptUserPreviewIsTheUsers(t *testing.T) {
+	t.Parallel()
 	in := GatewayInput{Action: "get_prompt", Server: "github", Prompt: "greet", Arguments: map[string]any{"name": "Ada"}}
 	raw, _ := json.Marshal(in)
 	for _, tt := range []struct {

@@ -43,6 +43,7 @@ func searchMatch(t *testing.T, e *Engine, query, server, tool string) SearchMatc
 }
 
 func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"old": stdio("behave", nil), "fresh": stdio("behave", nil)}, nil)
 	echo := GatewayInput{Action: "call", Tool: "echo", Arguments: map[string]any{"text": "hi"}}
 	call := func(e *Engine, server string) GatewayResult {
@@ -157,6 +158,7 @@ func TestQuarantineHoldsNewServersUntilApproved(t *testing.T) {
 }
 
 func TestQuarantineByCondition(t *testing.T) {
+	t.Parallel()
 	// Only project servers are held, and one approved ahead of its first
 	// sight is not.
 	opts := workspace(t, map[string]server{"a": stdio("behave", nil), "b": stdio("behave", nil)}, nil)
@@ -183,6 +185,7 @@ quarantine_new_servers if input.server.scope == "project"
 }
 
 func TestQuarantineFailsClosedOnFirstSight(t *testing.T) {
+	t.Parallel()
 	// A quarantine rule of the wrong type makes every decision deny, and
 	// the server seen meanwhile is recorded as waiting for approval: a
 	// fixed policy that quarantines still holds it.
@@ -207,6 +210,7 @@ func TestQuarantineFailsClosedOnFirstSight(t *testing.T) {
 }
 
 func TestPinChangesAndApprovalsAreAudited(t *testing.T) {
+	t.Parallel()
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeRugPullDestructive)
 	opts := workspace(t, map[string]server{"bad": {"url": url}}, nil)
 	e := start(t, opts)
@@ -243,6 +247,7 @@ func TestPinChangesAndApprovalsAreAudited(t *testing.T) {
 }
 
 func TestSetEnabledIsAudited(t *testing.T) {
+	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	e := start(t, opts)
 	ctx := testwait.Context(t)
@@ -269,6 +274,7 @@ func TestSetEnabledIsAudited(t *testing.T) {
 // approval (fail closed) rather than ending discovery, that the engine
 // goes on serving, and that the panic's value is not logged.
 func TestDecidePanicOnFirstSightHoldsTheServer(t *testing.T) {
+	t.Parallel()
 	const canary = "sk-decide-canary-91c3"
 	opts := workspace(t, map[string]server{"s": stdio("behave", nil)}, nil)
 	// The hook holds the tools of a server waiting for approval, and

@@ -24,6 +24,7 @@ deny contains {"msg": json.marshal(input), "rule": "echo_input"} if input.tool.t
 // and decided again under the same policy, the call is decided the same
 // way, and the policy sees the same input document, byte for byte.
 func TestReplaySeesTheLiveInput(t *testing.T) {
+	t.Parallel()
 	dir := writePolicy(t, "echo.rego", echoInputPolicy)
 	// The hostile-text tool has a title; the engine cleans it.
 	opts := workspace(t, map[string]server{"s": stdio(mcptest.ModeHostileText, nil)}, nil)

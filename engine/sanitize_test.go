@@ -30,6 +30,7 @@ func dirtyRune(s string) rune {
 // status and events only cleaned, and its serverInfo is capped (issue 18,
 // item 10).
 func TestHostileWireTextIsCleaned(t *testing.T) {
+	t.Parallel()
 	cmd, args, env := mcptest.Command(mcptest.ModeHostileWire)
 	_, _, exitEnv := mcptest.Command(mcptest.ModeHostileWire, mcptest.WireExitEnv+"=1")
 	opts := workspace(t, map[string]server{

@@ -21,6 +21,7 @@ import (
 // the field is a text (rehashing a changed tool) and drops it, named
 // scrubbed, when the field is its identifier.
 func TestScrubMetadataEveryField(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr/et+Value 42=&x"
 	var sc transport.Scrubber
 	sc.Add(secret)
@@ -170,6 +171,7 @@ func metadataText(t *testing.T, m *Metadata) string {
 // secrets before anything shows it, though the server has not started:
 // its scrubber knows the secrets of its definition from the start.
 func TestCachedMetadataIsScrubbedOnLoad(t *testing.T) {
+	t.Parallel()
 	secrets := map[string]string{
 		"env literal": "canaryCLIT4e9a2c7b51",
 		"argv":        "canaryCARG7d3f1b8e26",

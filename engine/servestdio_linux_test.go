@@ -20,6 +20,7 @@ import (
 // (a read blocked in the kernel outlives the close of its descriptor and
 // would take the next byte), and put the blocking mode back.
 func TestServeStdioReadsThroughThePoller(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{}, nil))
 	pipe := func() (r, w *os.File) {
 		var fds [2]int

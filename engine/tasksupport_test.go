@@ -22,6 +22,7 @@ import (
 // the session's GET stream), as it does over stdio; a tool without any
 // shows none.
 func TestDescribeTaskSupportOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, url, transport string
 	}{

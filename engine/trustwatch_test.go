@@ -21,6 +21,7 @@ import (
 // (ErrNotLoaded, naming what changed) when the change touches what trust
 // covers, and keeps them when it does not.
 func TestServingEngineNoticesTrustChanges(t *testing.T) {
+	t.Parallel()
 	write := func(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
 	for _, tc := range []struct {
 		name   string

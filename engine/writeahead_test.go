@@ -22,6 +22,7 @@ import (
 // each risky call's intent before the call and its outcome after, and
 // Verify finds every intent completed.
 func TestWriteAhead(t *testing.T) {
+	t.Parallel()
 	for _, shape := range []struct {
 		name string
 		make func(t *testing.T, path string)

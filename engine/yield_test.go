@@ -20,6 +20,7 @@ import (
 // waiting for a slow call, writing the audit log or the output store),
 // fails the test with the stack of the step.
 func TestLeanServeYieldsBeforeBlocking(t *testing.T) {
+	t.Parallel()
 	e := start(t, workspace(t, map[string]server{"s": stdio("behave", nil)}, nil))
 	var mu sync.Mutex
 	var held []string

@@ -19,6 +19,7 @@ import (
 // nothing blocks. A later command, with the log back, names the records
 // lost in an audit_gap record, and `audit verify` reports them.
 func TestCLIAuditFailureIsLoud(t *testing.T) {
+	t.Parallel()
 	for _, shape := range []string{"fifo", "symlink"} {
 		t.Run(shape, func(t *testing.T) {
 			home, project := t.TempDir(), benchProject(t)

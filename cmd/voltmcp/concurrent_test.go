@@ -17,6 +17,7 @@ import (
 // between processes, by a lock in the agent directory that leaves
 // nothing in the project.
 func TestConcurrentDisableLosesNothing(t *testing.T) {
+	t.Parallel()
 	t.Run("user", func(t *testing.T) { concurrentDisable(t, cue.LayerUser) })
 	t.Run("project", func(t *testing.T) { concurrentDisable(t, cue.LayerProject) })
 }

@@ -32,6 +32,7 @@ func describedProject(t *testing.T) string {
 // with the cache id of the whole one, which read-cache prints; `search`,
 // `resources` and `prompts` page with --cursor, every result once.
 func TestDescribeAndPagesOnTheCLI(t *testing.T) {
+	t.Parallel()
 	project := describedProject(t)
 	home := t.TempDir()
 	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})

@@ -57,6 +57,7 @@ func writeJSONFile(t *testing.T, path string, v any) {
 // config exits 0, and an untrusted project's servers are named and not
 // contacted.
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	const canary = "doctor-canary-value-0123456789"
 	dead, deadConns := deadServer(t)
 	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

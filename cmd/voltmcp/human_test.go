@@ -139,6 +139,7 @@ func assertAligned(t *testing.T, what, out, head string) {
 // reaching the terminal) and that --json prints, byte for byte, the
 // engine's structured result as it did before.
 func TestHumanOutputByDefault(t *testing.T) {
+	t.Parallel()
 	cli, eng := humanProject(t)
 	e := eng()
 	for _, tc := range []struct {
@@ -253,6 +254,7 @@ func TestHumanRenderersCleanEveryField(t *testing.T) {
 // their hints, --json as the cache holds them, a server never listed
 // and an unknown one, and that it starts nothing.
 func TestToolsListsTheCache(t *testing.T) {
+	t.Parallel()
 	cli, eng := humanProject(t)
 	r := cli("tools", "demo")
 	if r.code != exitOK {

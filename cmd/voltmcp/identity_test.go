@@ -56,6 +56,7 @@ func stateFiles(t *testing.T, home string) []string {
 // program with other tools, and another program that lists a tool of
 // the same name, changed.
 func TestRemovedServerLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	hints := func(t *testing.T, annotations string) string {
 		file := filepath.Join(t.TempDir(), "hints.json")
 		if err := os.WriteFile(file, []byte(`{"records":`+annotations+`}`), 0o644); err != nil {
@@ -174,6 +175,7 @@ func TestRemovedServerLeavesNothingBehind(t *testing.T) {
 // servers held, approving the first project's db does not make the
 // second's callable.
 func TestProjectsSharingAHomeKeepTheirOwnApproval(t *testing.T) {
+	t.Parallel()
 	project := func(t *testing.T, extraArgs ...string) string {
 		dir := t.TempDir()
 		cmd, args, env := mcptest.Command(mcptest.ModeBehave)

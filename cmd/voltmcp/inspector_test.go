@@ -19,6 +19,7 @@ import (
 // MCP example server "everything": it lists the gateway's one tool, then
 // calls through it the upstream's echo tool, then searches for it.
 func TestInspectorCLI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds voltmcp and runs Node programs")
 	}

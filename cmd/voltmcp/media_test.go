@@ -16,6 +16,7 @@ import (
 // ID', which prints its base64; --json shows the structured result.
 // voltmcp read-resource does the same for a resource's blobs.
 func TestCallDescribesMedia(t *testing.T) {
+	t.Parallel()
 	project := t.TempDir()
 	cmd, args, env := mcptest.Command(mcptest.ModeMedia)
 	doc := map[string]any{"version": 1, "settings": map[string]any{"media": map[string]any{"maxItemBytes": 1000}},

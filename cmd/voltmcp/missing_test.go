@@ -70,6 +70,7 @@ func serversJSON(t *testing.T, r cliResult) map[string]serverEntry {
 // untrusted, the reason and `voltmcp trust`, and show nothing of what
 // they run; a command on one of them says why it is not loaded.
 func TestServersListUntrustedProjectServers(t *testing.T) {
+	t.Parallel()
 	home, project := untrustedProject(t)
 	env := fakeEnv(t, map[string]string{"HOME": home})
 	cli := func(args ...string) cliResult {
@@ -149,6 +150,7 @@ func TestServersListUntrustedProjectServers(t *testing.T) {
 // client, get the cause and `voltmcp trust`; a truly unknown name gets a
 // suggestion.
 func TestServeExplainsAnUntrustedServer(t *testing.T) {
+	t.Parallel()
 	home, project := untrustedProject(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -207,6 +209,7 @@ func TestServeExplainsAnUntrustedServer(t *testing.T) {
 // error is named with its file:line:col by servers (under the table, on
 // stderr with --json), status, and the error for a server it may define.
 func TestServersNameAFileThatDoesNotParse(t *testing.T) {
+	t.Parallel()
 	home, project := t.TempDir(), t.TempDir()
 	file := filepath.Join(home, ".volt", "agent", "mcp.json")
 	writeFileAt(t, file, "{\"version\": 1,\n \"servers\": {\"clock\": {\"command\": \"true\",}}}\n")
@@ -237,6 +240,7 @@ func TestServersNameAFileThatDoesNotParse(t *testing.T) {
 // line, and the trusted project's servers are listed as not loaded
 // because the trust policy failed, not as merely untrusted.
 func TestStatusNamesABrokenPolicy(t *testing.T) {
+	t.Parallel()
 	home, project := untrustedProject(t)
 	policy := filepath.Join(home, ".volt", "agent", "policies", "bad.rego")
 	writeFileAt(t, policy, "package voltmcp.tools\n\ndeny contains x if {\n  x := \n}\n")
@@ -321,6 +325,7 @@ func trustedTwoServerProject(t *testing.T) (cli func(args ...string) cliResult, 
 // loaded and the project trusted; an edit of that file by anything else
 // still takes the trust away.
 func TestDisableEnableKeepsProjectTrust(t *testing.T) {
+	t.Parallel()
 	cli, project := trustedTwoServerProject(t)
 	statuses := func() string {
 		list := serversJSON(t, cli("servers", "--json"))
@@ -365,6 +370,7 @@ func TestDisableEnableKeepsProjectTrust(t *testing.T) {
 // without voltmcp's lock, adding a server. However the writes
 // interleave, a project whose file holds that server is never trusted.
 func TestOutsideEditDuringDisableIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	cli, project := trustedTwoServerProject(t)
 	file := filepath.Join(project, ".volt", "mcp.json")
 	const rounds = 4
@@ -430,6 +436,7 @@ func unsetEnvProject(t *testing.T) func(args ...string) cliResult {
 // agent's answers (search's hint for no match, connect, describe) say
 // the same. No value shows.
 func TestServersSayWhichVariableIsUnset(t *testing.T) {
+	t.Parallel()
 	cli := unsetEnvProject(t)
 	const (
 		why    = "everything: cannot start: environment variable API_KEY is not set (referenced in env.API_KEY); export API_KEY=…"

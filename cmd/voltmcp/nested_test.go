@@ -14,6 +14,7 @@ import (
 // the engine gives every stdio server and refuses to serve, so the
 // gateway does not start itself again and again; the refresh names why.
 func TestServeRefusesToRunUnderItsGateway(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

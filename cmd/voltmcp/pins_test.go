@@ -11,6 +11,7 @@ import (
 )
 
 func TestPinsAndApprove(t *testing.T) {
+	t.Parallel()
 	// Over HTTP the rug-pull server counts its listings across
 	// connections, so each CLI run (a new engine) sees the next one.
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeRugPullSchema)

@@ -27,6 +27,7 @@ import (
 // server "up".) It does so 5 times;
 // VOLTMCP_TEST_KILL9_ROUNDS=100 runs it 100 times.
 func TestKill9OfServeLeavesNoDescendants(t *testing.T) {
+	t.Parallel()
 	rounds := 5
 	if s := os.Getenv("VOLTMCP_TEST_KILL9_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -33,6 +33,7 @@ func userSettings(t *testing.T, home string, settings map[string]any) {
 // text cleaned like every server text, and the audit log records the
 // fetch with the CLI's surface; under "disabled" the CLI is refused too.
 func TestGetPromptUserPreview(t *testing.T) {
+	t.Parallel()
 	project := serverProject(t)
 	home := t.TempDir()
 	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
@@ -110,6 +111,7 @@ func servePrompt(t *testing.T, home, project string) (bool, string) {
 // get_prompt is refused under user-preview, with the error it always had,
 // and answered once the user sets prompts: "model".
 func TestServeGetPromptIsTheModels(t *testing.T) {
+	t.Parallel()
 	project := serverProject(t)
 	home := t.TempDir()
 	isErr, text := servePrompt(t, home, project)
@@ -170,6 +172,7 @@ func helpExample(t *testing.T, name string) []string {
 // the npm servers (VOLTMCP_NPM_DIR) it is server-everything, whose
 // args-prompt the example shows.
 func TestGetPromptHelpExample(t *testing.T) {
+	t.Parallel()
 	argv := helpExample(t, "get-prompt")
 	project := serverProject(t)
 	data, err := os.ReadFile(filepath.Join(project, ".volt", "mcp.json"))

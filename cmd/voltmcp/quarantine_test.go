@@ -11,6 +11,7 @@ import (
 )
 
 func TestApproveQuarantinedServer(t *testing.T) {
+	t.Parallel()
 	url := mcptest.ServeStreamableOnly(t, mcptest.ModeBehave)
 	dir := t.TempDir()
 	doc := map[string]any{"version": 1, "servers": map[string]any{"fresh": map[string]any{"url": url}}}

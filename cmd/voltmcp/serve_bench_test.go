@@ -113,9 +113,13 @@ func relay(name string, args []string) int {
 }
 
 // cliCommand is the voltmcp command line args, run by the test binary.
+// Like fakeEnv, it gives the command the test run's XDG_CACHE_HOME, so
+// the built-in plugin compiles once per test run, not once per process
+// (each --home of a test is a new directory); an entry the caller
+// appends to Env replaces it.
 func cliCommand(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "XDG_CACHE_HOME="+testCacheDir)
 	return cmd
 }
 

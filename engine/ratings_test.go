@@ -270,3 +270,13 @@ func TestDiscoveryStoresRatings(t *testing.T) {
 		}
 	}
 }
+
+// storeListingRatings rates the tools of m with e and stores the ratings
+// with it, as discovery does before it writes the cache file.
+func storeListingRatings(tb testing.TB, e *Engine, m *Metadata) {
+	tb.Helper()
+	m.Ratings = e.guard.Load().rateListing(context.Background(), m.Server, m)
+	if m.Ratings == nil || len(m.Ratings.Tools) != len(m.Tools) {
+		tb.Fatalf("server %s: %d tools, ratings %+v", m.Server, len(m.Tools), m.Ratings)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,5 +279,53 @@ func storeListingRatings(tb testing.TB, e *Engine, m *Metadata) {
 	m.Ratings = e.guard.Load().rateListing(context.Background(), m.Server, m)
 	if m.Ratings == nil || len(m.Ratings.Tools) != len(m.Tools) {
 		tb.Fatalf("server %s: %d tools, ratings %+v", m.Server, len(m.Tools), m.Ratings)
+	}
+}
+
+// TestStoredRatingReasonIsScrubbed stores, under the current fingerprint,
+// ratings whose reasons hold a secret value of the server's definition
+// in several encodings: neither the loaded listing nor the rating taken
+// from it may hold the secret.
+func TestStoredRatingReasonIsScrubbed(t *testing.T) {
+	const canary = "canaryRATE5c1e9a7d30"
+	servers := map[string]server{"svc": stdio(mcptest.ModeBehave, server{"env": map[string]string{"API_TOKEN": canary}})}
+	opts := userWorkspace(t, servers, nil)
+	ctx := context.Background()
+	tools := ratingShapes()
+	reasons := []string{"plain " + canary, "hex " + hex.EncodeToString([]byte(canary)), "quoted \"" + canary + "\""}
+	func() {
+		a := start(t, opts)
+		defer a.Close()
+		m := writeRatingCache(t, a, "svc", tools, nil)
+		r := a.guard.Load().rateListing(ctx, "svc", m)
+		if r == nil {
+			t.Fatal("no ratings to store")
+		}
+		for i, tool := range tools {
+			r.Tools[tool.Hash] = Rating{Risk: RiskWrite, Reason: reasons[i%len(reasons)]}
+		}
+		writeRatingCache(t, a, "svc", tools, r)
+	}()
+	b := start(t, opts)
+	s, err := b.supervisor("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks := func(v string) bool {
+		return strings.Contains(v, canary) || strings.Contains(v, hex.EncodeToString([]byte(canary)))
+	}
+	if s.meta == nil || s.meta.Ratings == nil {
+		t.Fatalf("the cached listing was not loaded (cache error %q)", s.cacheErr)
+	}
+	for h, r := range s.meta.Ratings.Tools {
+		if leaks(r.Reason) {
+			t.Errorf("loaded rating of %s holds the secret: %q", h, r.Reason)
+		}
+	}
+	for _, tool := range tools {
+		risk, why := b.risk(ctx, "svc", tool)
+		if risk != RiskWrite || leaks(why) {
+			t.Errorf("tool %s: rated %s (%q); want the stored write, scrubbed", tool.Name, risk, why)
+		}
 	}
 }

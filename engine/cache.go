@@ -70,6 +70,33 @@ type Metadata struct {
 	// Limits fingerprints the bounds the metadata was bounded with; a
 	// cache bounded otherwise is bounded again when read.
 	Limits string `json:"limits,omitempty"`
+	// Ratings are the risks the engine rated the tools with when the
+	// listing was written (see guard.rateListing), so that an engine
+	// started later answers a search without running a classifier. A
+	// rating is used only while the classifiers it was made with and
+	// the tool's hash are unchanged; absent or stale, the tool is rated
+	// again.
+	Ratings *Ratings `json:"ratings,omitempty"`
+}
+
+// Ratings are the stored risk ratings of a server's tools.
+type Ratings struct {
+	// Classifier fingerprints what rated the tools for this server (see
+	// guard.ratingKey): the engine's rating rules, each classifier
+	// module's sha256 and limits in chain order, the server and whether
+	// its config trusts its tool hints. Ratings of another fingerprint
+	// are not used.
+	Classifier string `json:"classifier"`
+	// Tools maps a tool's hash (Tool.Hash, which covers everything a
+	// classifier is shown of the tool) to its rating.
+	Tools map[string]Rating `json:"tools"`
+}
+
+// Rating is the risk of one tool and why, as the classifiers answered
+// without a fault.
+type Rating struct {
+	Risk   Risk   `json:"risk"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Tool is one tool of a server, as listed.

@@ -78,6 +78,11 @@ func (s *supervisor) discover(ctx context.Context, cs *mcp.ClientSession) (err e
 	if err != nil {
 		return s.fail(fmt.Errorf("discover: %w", err))
 	}
+	// The listing is stored with its tools' ratings, so that an engine
+	// started later rates none of them again while its classifiers are
+	// the same (see guard.rateListing). Rated before the new listing is
+	// published: a rating stored with the old one still counts.
+	m.Ratings = s.e.guard.Load().rateListing(rctx, s.cfg.ID, m)
 	if err := s.e.cache.save(m); err != nil {
 		s.log.Warn("metadata cache", "err", err)
 	}

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +72,10 @@ type guard struct {
 	// is set every tool is rated unknown rather than by a chain that
 	// lacks the team's own rules.
 	plugErr error
+	// plugFP fingerprints the classifiers of chain, in order: each
+	// module's sha256 and configured limits. Set with chain; part of
+	// ratingKey.
+	plugFP string
 	// riskRetry holds, for a rating that a classifier fault shaped (a
 	// deadline missed under load, say), when to classify again: such a
 	// rating is kept for riskRetryAfter, not for the guard's life. It is
@@ -289,14 +297,26 @@ func (g *guard) plugins(ctx context.Context) *wasm.Chain {
 	}
 }
 
-// risk classifies a tool once per metadata hash. A rating that a
-// classifier fault shaped is kept for riskRetryAfter only. The
-// classifiers run under ctx: once it ends (the caller gave up, the
-// engine closes), risk answers unknown at once, and that answer is not
-// kept, so the next caller asks the classifiers again.
+// risk classifies a tool once per metadata hash (see rate).
 func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) {
+	r, _ := g.rate(ctx, server, t)
+	return r.risk, r.reason
+}
+
+// rate classifies a tool once per metadata hash, and reports whether
+// the rating may be stored with the listing: one the classifiers made
+// without a fault, with no classifier missing, and not cut short. A
+// rating stored with the server's cached listing under the current
+// ratingKey is taken instead of asking the classifiers (see
+// storedRating). A rating that a classifier fault shaped is kept for
+// riskRetryAfter only. The classifiers run under ctx: once it ends (the
+// caller gave up, the engine closes), rate answers unknown at once, and
+// that answer is not kept, so the next caller asks the classifiers
+// again.
+func (g *guard) rate(ctx context.Context, server string, t Tool) (riskEntry, bool) {
 	if g.e.opts.Classify != nil {
-		return g.e.opts.Classify(server, t)
+		risk, why := g.e.opts.Classify(server, t)
+		return riskEntry{risk, why}, false
 	}
 	key := server + "\x00" + t.Name + "\x00" + t.Hash
 	g.riskMu.Lock()
@@ -304,18 +324,23 @@ func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) 
 	retry, faulted := g.riskRetry[key]
 	g.riskMu.Unlock()
 	if ok && (!faulted || time.Now().Before(retry)) {
-		return r.risk, r.reason
+		return r, !faulted && g.plugErr == nil
+	}
+	cancelled := func() (riskEntry, bool) {
+		return riskEntry{RiskUnknown, "classification cancelled: " + ctx.Err().Error()}, false
 	}
 	if ctx.Err() != nil {
-		return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
+		return cancelled()
 	}
 	faulted = false
 	chain := g.plugins(ctx)
 	if ctx.Err() != nil {
-		return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
+		return cancelled()
 	}
 	if g.plugErr != nil {
 		r = riskEntry{RiskUnknown, g.secrets.Text("classifier unavailable: " + g.plugErr.Error())}
+	} else if stored, ok := g.storedRating(server, t); ok {
+		r = stored
 	} else {
 		// Annotations are the server's own claim about itself: unless the
 		// server's config trusts them, they may raise a tool's risk but
@@ -324,15 +349,13 @@ func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) 
 			InputSchema: t.InputSchema, Annotations: t.Annotations, TrustToolHints: g.trustHints[server]})
 		// What a plugin says passes the scrubber like what a server says.
 		r = riskEntry{Risk(c.Risk), g.secrets.Text(c.Reason)}
-		switch r.risk {
-		case RiskRead, RiskWrite, RiskDestructive, RiskUnknown:
-		default:
+		if !validRisk(r.risk) {
 			r = riskEntry{RiskUnknown, "classifier answered " + c.Risk}
 		}
 		faulted = c.Faulted
 		if ctx.Err() != nil {
 			// Cut short by the caller, not rated: nothing is kept.
-			return RiskUnknown, "classification cancelled: " + ctx.Err().Error()
+			return cancelled()
 		}
 	}
 	g.riskMu.Lock()
@@ -343,7 +366,91 @@ func (g *guard) risk(ctx context.Context, server string, t Tool) (Risk, string) 
 		delete(g.riskRetry, key)
 	}
 	g.riskMu.Unlock()
-	return r.risk, r.reason
+	return r, !faulted && g.plugErr == nil
+}
+
+// validRisk reports whether r is one of the four risks.
+func validRisk(r Risk) bool {
+	switch r {
+	case RiskRead, RiskWrite, RiskDestructive, RiskUnknown:
+		return true
+	}
+	return false
+}
+
+// ratingRules versions how the engine turns a classifier's answer into
+// a rating (the checks and the scrubbing in rate, what ClassifyInput
+// holds): a change there must change it, so that ratings stored by an
+// engine that rated otherwise are made again.
+const ratingRules = "voltmcp-rating-1"
+
+// ratingKey is the fingerprint stored ratings of server's tools must
+// carry to be used (Ratings.Classifier): ratingRules, the chain's
+// fingerprint (plugFP), the server and whether its config trusts its
+// tool hints. It is "" when nothing may be stored: the Classify hook
+// rates, a classifier did not load, or the chain is not ready.
+func (g *guard) ratingKey(server string) string {
+	if g.e.opts.Classify != nil {
+		return ""
+	}
+	select {
+	case <-g.plugReady:
+	default:
+		return ""
+	}
+	if g.plugErr != nil || g.plugFP == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, f := range []string{ratingRules, g.plugFP, server, strconv.FormatBool(g.trustHints[server])} {
+		fmt.Fprintf(h, "%d:%s\n", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// storedRating is the rating of t stored with server's cached listing,
+// when the listing's ratings carry the current ratingKey and one for
+// t's hash. Its reason passes the scrubber, as a classifier's does.
+func (g *guard) storedRating(server string, t Tool) (riskEntry, bool) {
+	s, err := g.e.supervisor(server)
+	if err != nil {
+		return riskEntry{}, false
+	}
+	s.mu.Lock()
+	m := s.meta
+	s.mu.Unlock()
+	if m == nil || m.Ratings == nil || t.Hash == "" {
+		return riskEntry{}, false
+	}
+	r, ok := m.Ratings.Tools[t.Hash]
+	if !ok || !validRisk(r.Risk) || m.Ratings.Classifier != g.ratingKey(server) {
+		return riskEntry{}, false
+	}
+	return riskEntry{r.Risk, g.secrets.Text(r.Reason)}, true
+}
+
+// rateListing rates every tool of m, the held ones too, and returns the
+// ratings to store with it: those rate may keep, under server's
+// ratingKey. It is nil when nothing may be stored. Tools rated before
+// (by hash, in memory or in the cached listing) are not rated again.
+func (g *guard) rateListing(ctx context.Context, server string, m *Metadata) *Ratings {
+	if g.e.opts.Classify != nil {
+		return nil
+	}
+	g.plugins(ctx)
+	key := g.ratingKey(server)
+	if key == "" {
+		return nil
+	}
+	out := &Ratings{Classifier: key, Tools: make(map[string]Rating, len(m.Tools)+len(m.Held))}
+	for _, list := range [][]Tool{m.Tools, m.Held} {
+		for _, t := range list {
+			if r, keep := g.rate(ctx, server, t); keep && t.Hash != "" {
+				out.Tools[t.Hash] = Rating{Risk: r.risk, Reason: r.reason}
+			}
+		}
+	}
+	return out
 }
 
 // close ends the guard's preparation, waits for it (a module being

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +54,15 @@ func (g *guard) loadPolicies(ctx context.Context) {
 // the native sanitizer and cap.
 func (g *guard) setUpPlugins(ctx context.Context) {
 	g.chain = &wasm.Chain{}
+	// fp lists what each classifier of the chain rates with, in order.
+	var fp []string
+	defer func() {
+		h := sha256.New()
+		for _, f := range fp {
+			fmt.Fprintf(h, "%d:%s\n", len(f), f)
+		}
+		g.plugFP = hex.EncodeToString(h.Sum(nil))
+	}()
 	cacheDir := g.e.opts.PluginCacheDir
 	if cacheDir == "" {
 		home := g.e.opts.Home
@@ -89,6 +100,7 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 			continue
 		}
 		g.chain.Classifiers = append(g.chain.Classifiers, m)
+		fp = append(fp, fmt.Sprintf("%s timeoutMs=%d memoryPages=%d", m.SHA256(), p.TimeoutMs, p.MemoryPages))
 	}
 	for _, p := range set.Shapers {
 		if closed() {
@@ -118,6 +130,7 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 	}
 	g.chain.Classifiers = append(g.chain.Classifiers, m)
 	g.chain.Shapers = append(g.chain.Shapers, m)
+	fp = append(fp, "builtin "+m.SHA256())
 }
 
 // LoadPolicies loads the Rego policy set the gateway decides with: the

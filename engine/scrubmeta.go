@@ -23,10 +23,11 @@ const (
 // enum values, defaults: every key and string) and annotations, the
 // held tools too; each resource's and template's URI, name, title,
 // description and MIME type; each prompt's name, title, description and
-// arguments; the notes and the dropped and cleaned items. It is the one
-// place metadata is scrubbed: discovery calls it on what it listed
-// before anything is pinned, cached, indexed or shown, and the engine on
-// what it reads from the cache. An item whose identifier (a tool's or
+// arguments; the notes and the dropped and cleaned items; the reasons of
+// the stored risk ratings. It is the one place metadata is scrubbed:
+// discovery calls it on what it listed before anything is pinned,
+// cached, indexed or shown, and the engine on what it reads from the
+// cache. An item whose identifier (a tool's or
 // prompt's name, a prompt argument's name, a resource's URI or URI
 // template) holds a secret is dropped, since it could be neither shown
 // nor used as sent; an item whose other texts held one is kept scrubbed,
@@ -47,6 +48,14 @@ func scrubMetadata(m *Metadata, sc *transport.Scrubber) {
 	for _, items := range [][]DroppedItem{m.Dropped, m.Cleaned} {
 		for i := range items {
 			items[i].Name, items[i].Reason = text(items[i].Name), text(items[i].Reason)
+		}
+	}
+	if m.Ratings != nil {
+		for h, r := range m.Ratings.Tools {
+			if t := text(r.Reason); t != r.Reason {
+				r.Reason = t
+				m.Ratings.Tools[h] = r
+			}
 		}
 	}
 	m.Tools = scrubTools(m, m.Tools, sc, true)

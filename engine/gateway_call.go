@@ -15,6 +15,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine/audit"
+	"github.com/voltmcp/voltmcp/engine/internal/auditq"
 	"github.com/voltmcp/voltmcp/engine/internal/output"
 	"github.com/voltmcp/voltmcp/engine/internal/turn"
 	"github.com/voltmcp/voltmcp/wasm"
@@ -228,9 +229,8 @@ type callAudit struct {
 	decided bool
 	ti      ToolInput
 	d       ToolDecision
-	// intent is the seq of the call's intent record, when one was
-	// written (writeAhead).
-	intent int64
+	// intent is the call's intent, when one was written (writeAhead).
+	intent auditq.Intent
 	// output, cacheID and truncated are the answer's, for its hash.
 	output, cacheID string
 	truncated       bool
@@ -264,7 +264,7 @@ func (c *callAudit) write(r GatewayResult) {
 				Args: audit.SummarizeArgs(c.rawArgs)}
 		}
 		finishRecordAt(&rec, status, took, c.output, c.cacheID, c.truncated)
-		rec.Intent = c.intent
+		c.intent.Name(&rec)
 		// A decision's refusal is in its reasons; the rest say why here.
 		if reason != "" && (!c.decided || status != statusDenied) {
 			rec.Reason = reason
@@ -274,17 +274,19 @@ func (c *callAudit) write(r GatewayResult) {
 }
 
 // writeAhead writes the intent of an allowed call of risk write,
-// destructive or unknown to the audit log, on the call's path and before
-// anything is sent: such a call is made only once the log holds it, and
-// its record (callAudit) names the intent. It reports false when the
-// call must be refused instead: the intent could not be written, and
-// settings.audit.onFailure is not "allow". A read is not written ahead.
-// The intent is one append of one short line (audit.Log), not synced
-// unless the log syncs every record, and it goes alone: the records of
-// earlier calls waiting in the backlog stay there for its timer, so that
-// building and encoding them does not delay the call (RATIONALE.md).
-// The call's record, which names the intent, holds the rest (the
-// arguments' summary, the decision's input).
+// destructive or unknown before anything is sent: such a call is made
+// only once its intent is written, and its record (callAudit) names the
+// intent. It reports false when the call must be refused instead: the
+// intent could not be written, and settings.audit.onFailure is not
+// "allow". A read is not written ahead. A long-lived engine (serve)
+// keeps the intent in the audit log's intent journal, a shared mapping
+// of a file that outlives the process as an unsynced append does, at the
+// cost of a copy into memory; the intent's record then joins the log
+// with the call's, and an intent whose process ended first is appended
+// by the next process that opens the log. Otherwise, and whenever the
+// log is failing, the intent is one append to the log on the call's path
+// (auditq.Queue.Intend, RATIONALE.md). The call's record holds the rest
+// (the arguments' summary, the decision's input).
 func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	if e.opts.DisableAudit || c.ti.Risk == RiskRead {
 		return true
@@ -293,11 +295,14 @@ func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	// goroutine's reader, if it is one, goes on first (package turn).
 	intent := audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
 		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}}
-	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), intent)
+	in, err := e.audit.Intend(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), intent)
 	if err != nil {
 		return e.Config().Settings.Audit.OnFailure == "allow"
 	}
-	c.intent = seq
+	c.intent = in
+	if r, ok := in.Record(); ok {
+		e.recordLater(c.ctx, func() audit.Record { return r })
+	}
 	return true
 }
 

@@ -178,6 +178,9 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 func (e *Engine) newAuditQueue() *auditq.Queue {
 	return auditq.NewQueue(audit.DefaultPath(e.opts.AgentDir), &auditq.QueueOptions{
 		Workspace: e.workspace(), Session: e.session, Surface: string(e.opts.Surface),
+		// The long-lived surfaces write intents through a journal
+		// (auditq.Queue.Intend); a one-shot command appends them.
+		Journal: e.opts.Surface == cue.SurfaceServe || e.opts.Surface == cue.SurfaceRPC || e.opts.Surface == cue.SurfaceDaemon,
 		Redactor: func() auditq.Redactor {
 			if g := e.guard.Load(); g != nil {
 				if red := g.redactor(); red != nil {

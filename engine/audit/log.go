@@ -71,6 +71,15 @@ type Options struct {
 	// process waits at most this long (plus its own backoff) for the log.
 	// Zero lets the lock go after each append.
 	HoldLock time.Duration
+	// Journal keeps the intents of Log.Intend in an intent journal, a
+	// file of this Log's own mapped into memory, so that writing an
+	// intent ahead of its call costs no system call; the intent joins
+	// the log with the records that follow it (see Log.Intend). It is
+	// for a long-lived writer: making the journal costs a few system
+	// calls at Open. False makes Intend fail, for the caller to Append
+	// the intent instead. Either way Open recovers the intents that the
+	// journals of ended writers still hold.
+	Journal bool
 }
 
 // Log appends records to an audit log. Its methods are safe for
@@ -110,6 +119,10 @@ type Log struct {
 	newline   bool   // the active file ends mid-line: write a newline first
 	dirty     bool   // a write failed: look at the file again before the next
 	problems  []Problem
+
+	// journal is the Log's intent journal (Options.Journal), nil when it
+	// has none.
+	journal *journal
 }
 
 // Open opens the audit log whose active file is path, creating it and its
@@ -153,7 +166,103 @@ func Open(path string, opts *Options) (*Log, error) {
 		l.closeFiles()
 		return nil, err
 	}
+	l.recoverJournals()
+	if l.opts.Journal {
+		j, err := openJournal(path)
+		if err != nil {
+			l.note(Problem{Kind: ProblemJournal, File: journalDir(path), Message: fmt.Sprintf("no intent journal, intents are appended: %v", err)})
+		}
+		l.journal = j
+	}
 	return l, nil
+}
+
+// Intend keeps r, a call_intent record, in the Log's intent journal
+// (Options.Journal): r is redacted as Append redacts it and stored in the
+// journal's shared mapping, where it survives the process as an
+// unsynced append does, without a system call. The returned Pending's
+// Record goes to the log with the records that follow it (Append,
+// AppendAll, in order), and Pending.Name makes the call's record name it
+// there; the journal lets go of r once the log holds it. Should the
+// process end first, the next Open of the log appends r from the
+// journal. Intend fails when the Log has no journal, the journal is full
+// or r does not fit one of its slots: the caller then appends r itself.
+func (l *Log) Intend(r Record) (*Pending, error) {
+	j := l.journal
+	if j == nil {
+		return nil, errors.New("audit: no intent journal")
+	}
+	if r.Kind != KindCallIntent {
+		return nil, fmt.Errorf("audit: intend: a %s record is not an intent", r.Kind)
+	}
+	r = prepare(r, l.opts.Now, l.opts.Redact)
+	var buf [journalSlotBytes]byte
+	line, ok := appendLine(buf[:0], &r, nil)
+	if !ok {
+		return nil, errJournalFull
+	}
+	slot, err := j.put(bytes.TrimSuffix(line, []byte("\n")))
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{j: j, slot: slot, rec: r}, nil
+}
+
+// recoverJournals appends the intents that the journals of ended writers
+// still hold (see journal.go) and deletes the journals. A journal whose
+// intents cannot be appended is kept for the next Open. It runs before
+// the Log has a journal of its own.
+func (l *Log) recoverJournals() {
+	dir := journalDir(l.path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.note(Problem{Kind: ProblemJournal, File: dir, Message: fmt.Sprintf("intent journals not recovered: %v", err)})
+		}
+		return
+	}
+	for i, e := range ents {
+		if i == maxJournalFiles {
+			l.note(Problem{Kind: ProblemJournal, File: dir, Message: fmt.Sprintf("more than %d intent journals: the rest wait for the next open", maxJournalFiles)})
+			break
+		}
+		if !journalName(e.Name()) {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		f, b, err := takeDeadJournal(name)
+		if err != nil {
+			l.note(Problem{Kind: ProblemJournal, File: name, Message: fmt.Sprintf("intent journal not recovered: %v", err)})
+			continue
+		}
+		if f == nil {
+			continue
+		}
+		recs, damaged := journalIntents(b)
+		for k := range recs {
+			recs[k].Seq, recs[k].Prev, recs[k].Intent = 0, "", 0
+			recs[k].Reason = recoveredReason(e.Name())
+		}
+		if damaged > 0 {
+			since := time.Now()
+			if fi, err := f.Stat(); err == nil {
+				since = fi.ModTime()
+			}
+			recs = append(recs, Record{Kind: KindAuditGap, Status: "resumed", Detail: map[string]any{"lost": damaged,
+				"since": since.UTC().Format(time.RFC3339Nano), "error": fmt.Sprintf("%d intents in the journal %s of an ended process could not be read", damaged, e.Name())}})
+		}
+		if len(recs) > 0 {
+			if err := l.AppendAll(context.Background(), recs); err != nil {
+				l.note(Problem{Kind: ProblemJournal, File: name, Message: fmt.Sprintf("intent journal not recovered: %v", err)})
+				_ = f.Close()
+				continue
+			}
+		}
+		if err := os.Remove(name); err != nil {
+			l.note(Problem{Kind: ProblemJournal, File: name, Message: fmt.Sprintf("recovered intent journal not deleted: %v", err)})
+		}
+		_ = f.Close()
+	}
 }
 
 // Problems returns what Open found at the end of the log (a torn or
@@ -265,6 +374,9 @@ func (l *Log) AppendAllSeq(ctx context.Context, rs []Record) (int64, error) {
 	// seq and prev are where the chain stands once they are.
 	batch, first := l.batch[:0], 0
 	seq, prev := l.seq, l.prev
+	// pend are the journaled intents (Log.Intend) among the records in
+	// batch: their slots are freed once the batch is written.
+	var pend []*Pending
 	write := func(next int) error {
 		if len(batch) == 0 {
 			first = next
@@ -273,6 +385,12 @@ func (l *Log) AppendAllSeq(ctx context.Context, rs []Record) (int64, error) {
 		n, err := l.f.Write(batch)
 		l.size += int64(n)
 		batch = batch[:0]
+		if err == nil {
+			for _, p := range pend {
+				p.j.done(p.slot)
+			}
+		}
+		pend = pend[:0]
 		if err != nil {
 			l.dirty = true
 			if len(rs) > 1 {
@@ -300,6 +418,9 @@ func (l *Log) AppendAllSeq(ctx context.Context, rs []Record) (int64, error) {
 			}
 		}
 		r.Seq, r.Prev = seq+1, prev
+		if r.intentOf != nil {
+			r.Intent = r.intentOf.seq
+		}
 		line, err := l.encodeWith(r, encodedDetail)
 		if err == nil && len(line)-1 > MaxLineBytes {
 			if encodedDetail != nil {
@@ -339,6 +460,10 @@ func (l *Log) AppendAllSeq(ctx context.Context, rs []Record) (int64, error) {
 		}
 		batch = append(batch, line...)
 		seq, prev = r.Seq, hashLine(line[:len(line)-1])
+		if r.pending != nil {
+			r.pending.seq = r.Seq
+			pend = append(pend, r.pending)
+		}
 	}
 	if err := write(len(ps)); err != nil {
 		errs = append(errs, err)
@@ -379,7 +504,13 @@ func (l *Log) Close() error {
 		l.release.Stop()
 	}
 	l.held = false
-	return l.closeFiles()
+	err := l.closeFiles()
+	if l.journal != nil {
+		if jerr := l.journal.close(); jerr != nil {
+			err = errors.Join(err, fmt.Errorf("audit: close: intent journal: %w", jerr))
+		}
+	}
+	return err
 }
 
 func (l *Log) closeFiles() error {

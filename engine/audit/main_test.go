@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if path, ok := os.LookupEnv(envChild); ok {
 		os.Exit(runChild(path))
 	}
+	if path, ok := os.LookupEnv(envJournalChild); ok {
+		os.Exit(runJournalChild(path))
+	}
 	os.Exit(m.Run())
 }
 

@@ -118,7 +118,8 @@ type VerifyReport struct {
 	// completes (the first 100), and UnfinishedCalls counts them: calls
 	// made, or about to be, whose outcome is not in the log. The call
 	// may still be running; else its process ended before writing the
-	// record. Any of them makes the log not intact.
+	// record. The intents still in an intent journal (Log.Intend) count
+	// too. Any of them makes the log not intact.
 	Unfinished      []Problem `json:"unfinished,omitempty"`
 	UnfinishedCalls int       `json:"unfinished_calls"`
 }
@@ -152,6 +153,7 @@ func Verify(path string) (VerifyReport, error) {
 	for _, p := range open {
 		rep.Unfinished = appendProblem(rep.Unfinished, p)
 	}
+	verifyJournals(path, &rep)
 	// Records a writer lost and noted, which no audit_gap names yet.
 	note, err := PendingLost(path)
 	if err != nil {

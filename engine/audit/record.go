@@ -102,6 +102,10 @@ type Record struct {
 	// which are the same bytes either way. A caller whose redaction can
 	// change (a new policy) uses new keys. It is not written.
 	DetailKey string `json:"-"`
+
+	// pending is set on the intent record of a Pending (Pending.Record),
+	// intentOf on the record that names it (Pending.Name).
+	pending, intentOf *Pending
 }
 
 // Decision is a policy's verdict on an event.

@@ -56,6 +56,9 @@ const (
 	// completes: the call may still be running, or its process ended
 	// before its record was written.
 	ProblemUnfinished ProblemKind = "call_unfinished"
+	// ProblemJournal is an intent journal that could not be made or
+	// recovered (see Log.Intend).
+	ProblemJournal ProblemKind = "intent_journal"
 )
 
 // Problem is one thing a reader or the log found wrong.

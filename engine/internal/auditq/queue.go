@@ -77,6 +77,11 @@ type QueueOptions struct {
 	// OnResumed, when set, is called once when the log is written again
 	// after failing, and an audit_gap record names the records lost.
 	OnResumed func()
+	// Journal gives the log an intent journal (audit.Options.Journal):
+	// Queue.Intend then writes an intent with no system call while the
+	// log is healthy. It is for a long-lived queue (serve, the daemon);
+	// a one-shot command spares the journal's making.
+	Journal bool
 }
 
 // NewQueue returns a Queue for the audit log at path (see [audit.Open]),
@@ -168,7 +173,7 @@ func (q *Queue) Open() error {
 			return s
 		}
 	}
-	l, err := audit.Open(q.path, &audit.Options{Redact: redact, HoldLock: holdLock})
+	l, err := audit.Open(q.path, &audit.Options{Redact: redact, HoldLock: holdLock, Journal: q.opts.Journal})
 	if err != nil {
 		q.openErr = err
 		q.failed(0, err, lostGap{})
@@ -288,6 +293,57 @@ func (q *Queue) Write(ctx context.Context, r audit.Record) (int64, error) {
 		return 0, openErr
 	}
 	return q.append(ctx, w, []audit.Record{r}, 1)
+}
+
+// Intent is a call's intent, written ahead of the call by Queue.Intend.
+// The zero value is no intent.
+type Intent struct {
+	seq int64          // its seq in the log, when written there
+	p   *audit.Pending // its place in the intent journal, when kept there
+}
+
+// Record returns the intent's record when it waits in the intent journal
+// and must be queued, before the call's own record (Intent.Name), for the
+// log: ok is false when the log holds it already.
+func (i Intent) Record() (r audit.Record, ok bool) {
+	if i.p == nil {
+		return audit.Record{}, false
+	}
+	return i.p.Record(), true
+}
+
+// Name makes r, the call's record, name the intent (audit.Record.Intent).
+func (i Intent) Name(r *audit.Record) {
+	if i.p != nil {
+		i.p.Name(r)
+		return
+	}
+	r.Intent = i.seq
+}
+
+// Intend writes r, a call's intent, before the call is made: into the
+// log's intent journal, with no system call, while the log has one and is
+// healthy (audit.Log.Intend), and otherwise into the log itself, on the
+// caller's goroutine (Queue.Write), whose error it returns. The two ways
+// leave the same records in the log (TestIntendJournalMatchesLog): with
+// the journal, the intent's record joins it when Intent.Record's record
+// is queued, ahead of the call's.
+func (q *Queue) Intend(ctx context.Context, r audit.Record) (Intent, error) {
+	if q.opts.Journal && !q.Failing() && q.Open() == nil {
+		r.Workspace, r.Session, r.Surface = q.opts.Workspace, q.opts.Session, q.opts.Surface
+		q.mu.RLock()
+		var p *audit.Pending
+		err := audit.ErrClosed
+		if w := q.w.Load(); w != nil {
+			p, err = w.log.Intend(r)
+		}
+		q.mu.RUnlock()
+		if err == nil {
+			return Intent{p: p}, nil
+		}
+	}
+	seq, err := q.Write(ctx, r)
+	return Intent{seq: seq}, err
 }
 
 // toWriter hands rs to w's goroutine, in order. It runs with q.mu read

@@ -46,7 +46,14 @@
 //
 // A call_intent record is written before a call is made, and the call's
 // record names its seq (Record.Intent): Verify reports an intent that no
-// record completes, the trace of a process that ended mid-call.
+// record completes, the trace of a process that ended mid-call. A
+// long-lived writer (Options.Journal) writes intents into an intent
+// journal of its own first, a file mapped into memory beside the log
+// (Log.Intend), where an intent survives the process as an unsynced
+// append does without costing a system call; the intent joins the log
+// with the call's record, and Open appends the intents left in the
+// journals of writers that ended. Verify counts the intents still in a
+// journal as calls with no outcome.
 //
 // # What the chain proves, and what it does not
 //

@@ -77,7 +77,10 @@ type Pending struct {
 	j    *journal
 	slot int
 	rec  Record
-	seq  int64 // the seq the intent got in the log, once written (under the Log's mu)
+	// seq is the seq the intent got in the log, once written, and freed
+	// says its slot was freed; both are set under the Log's mu.
+	seq   int64
+	freed bool
 }
 
 // Record returns the intent record to append to the log, after which the

@@ -387,7 +387,10 @@ func (l *Log) AppendAllSeq(ctx context.Context, rs []Record) (int64, error) {
 		batch = batch[:0]
 		if err == nil {
 			for _, p := range pend {
-				p.j.done(p.slot)
+				if !p.freed { // a record appended twice frees its slot once
+					p.freed = true
+					p.j.done(p.slot)
+				}
 			}
 		}
 		pend = pend[:0]

@@ -12,6 +12,33 @@ import (
 	"github.com/voltmcp/voltmcp/engine/audit"
 )
 
+// startChild starts this test binary as a child that works on the log
+// at path, chosen by env, and waits for it to say it is ready.
+func startChild(t *testing.T, env, path string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"="+path, "GORACE=atexit_sleep_ms=0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make([]byte, len(childReady))
+	if _, err := io.ReadFull(bufio.NewReader(out), ready); err != nil || string(ready) != childReady {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the child did not start: %q %v", ready, err)
+	}
+	return cmd
+}
+
 // TestKill9 runs this test binary as a child that appends in a tight loop,
 // kills it with SIGKILL at a random moment, and checks the log after each
 // kill: every file reads, the chain verifies across whatever the kill tore,
@@ -21,30 +48,11 @@ func TestKill9(t *testing.T) {
 		t.Skip("starts child processes")
 	}
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := audit.DefaultPath(t.TempDir())
 	var last int64
 	torn := 0
 	for round := range 8 {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"="+path, "GORACE=atexit_sleep_ms=0")
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make([]byte, len(childReady))
-		if _, err := io.ReadFull(bufio.NewReader(out), ready); err != nil || string(ready) != childReady {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("round %d: the child did not start: %q %v", round, ready, err)
-		}
+		cmd := startChild(t, envChild, path)
 		time.Sleep(time.Duration(rand.IntN(150)+10) * time.Millisecond)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)

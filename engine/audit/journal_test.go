@@ -3,12 +3,9 @@
 package audit_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,27 +194,8 @@ func TestIntentJournalKill9(t *testing.T) {
 		t.Skip("starts a child process")
 	}
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := audit.DefaultPath(t.TempDir())
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envJournalChild+"="+path, "GORACE=atexit_sleep_ms=0")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make([]byte, len(childReady))
-	if _, err := io.ReadFull(bufio.NewReader(out), ready); err != nil || string(ready) != childReady {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the child did not start: %q %v", ready, err)
-	}
+	cmd := startChild(t, envJournalChild, path)
 	// While the child lives, its journal is its own, and Verify reports
 	// the intents in it as calls with no outcome.
 	if l, err := audit.Open(path, nil); err != nil {

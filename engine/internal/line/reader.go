@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -43,22 +41,15 @@ type reader struct {
 	dec *json.Decoder
 	lim *frameLimit
 
-	// spare keeps a large buffer let go of once empty, for the next long
-	// line, until spareIdle passes without one (spareDrop): a server
-	// that sends long lines in a row reads them all into one buffer,
-	// rather than leaving one as garbage for each, and an idle
-	// connection holds none. It is at most one message long.
-	spare     atomic.Pointer[[]byte]
-	spareDrop *time.Timer
+	// spare keeps a large buffer let go of once empty for the next long
+	// line (Spare).
+	spare Spare
 }
 
 // Bounds of reader's buffer.
 const (
 	readSize = 8 << 10  // the least it asks the source for
 	keepBuf  = 64 << 10 // a larger buffer is dropped once empty
-	// spareIdle is how long a large buffer dropped is kept for the
-	// next long line.
-	spareIdle = time.Second
 )
 
 func newReader(src io.Reader, max int, peer *PeerRequests) *reader {
@@ -172,14 +163,14 @@ func (r *reader) fill() {
 	rest := len(r.buf) - r.off
 	switch {
 	case rest == 0 && cap(r.buf) > keepBuf:
-		r.keepSpare(r.buf)
+		r.spare.Keep(r.buf, keepBuf)
 		r.buf = nil
 	case r.off > 0:
 		r.buf = r.buf[:copy(r.buf, r.buf[r.off:])]
 	}
 	r.off = 0
 	if cap(r.buf)-len(r.buf) < readSize {
-		if sp := r.takeSpare(len(r.buf) + readSize); sp != nil {
+		if sp := r.spare.Take(len(r.buf) + readSize); sp != nil {
 			r.buf = append(sp[:0], r.buf...)
 		} else {
 			r.buf = append(r.buf, make([]byte, max(readSize, cap(r.buf)))...)[:len(r.buf)]
@@ -190,28 +181,6 @@ func (r *reader) fill() {
 	if err != nil {
 		r.err = err
 	}
-}
-
-// keepSpare keeps buf, a large buffer now empty, for the next long
-// line, for spareIdle.
-func (r *reader) keepSpare(buf []byte) {
-	r.spare.Store(&buf)
-	if r.spareDrop == nil {
-		r.spareDrop = time.AfterFunc(spareIdle, func() { r.spare.Store(nil) })
-	} else {
-		r.spareDrop.Reset(spareIdle)
-	}
-}
-
-// takeSpare returns the spare buffer when it holds at least need bytes,
-// and nil otherwise (a smaller spare is dropped: the buffer that grows
-// past it becomes the spare).
-func (r *reader) takeSpare(need int) []byte {
-	sp := r.spare.Swap(nil)
-	if sp == nil || cap(*sp) < need {
-		return nil
-	}
-	return *sp
 }
 
 // slow hands the rest of the stream, what is buffered first, to

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
+
+	"github.com/voltmcp/voltmcp/engine/internal/line"
 )
 
 // Origin is the scheme, host and port of a URL: what a server's
@@ -108,18 +108,9 @@ type eventFilter struct {
 	held  []byte // the buffer of the event being passed on
 	err   error  // the error of the body, once it ended
 
-	// spare is a buffer for the next event; a large one is dropped
-	// (spareDrop) once eventSpareIdle passes without an event that
-	// takes it: a server that sends large events in a row has them read
-	// into one buffer, rather than leaving one as garbage for each, and
-	// an idle stream holds none. It is at most one message long.
-	spare     atomic.Pointer[[]byte]
-	spareDrop *time.Timer
+	// spare is a buffer for the next event (line.Spare).
+	spare line.Spare
 }
-
-// eventSpareIdle is how long a large event buffer is kept for the next
-// event.
-const eventSpareIdle = time.Second
 
 // keepEventBuf is the largest event buffer an eventFilter keeps while
 // it waits on the server.
@@ -186,9 +177,7 @@ func (f *eventFilter) Read(p []byte) (int, error) {
 			return 0, f.err
 		}
 		if f.event == nil {
-			if sp := f.spare.Swap(nil); sp != nil {
-				f.event = (*sp)[:0]
-			}
+			f.event = f.spare.Take(0)
 		}
 		line, err := f.r.ReadSlice('\n')
 		f.event = append(f.event, line...)
@@ -218,7 +207,7 @@ func (f *eventFilter) Read(p []byte) (int, error) {
 	n := copy(p, f.out)
 	f.out = f.out[n:]
 	if len(f.out) == 0 {
-		f.reuse(f.held)
+		f.spare.Keep(f.held, keepEventBuf)
 		f.out, f.held = nil, nil
 		if f.err != nil {
 			return n, f.err
@@ -236,24 +225,7 @@ func (f *eventFilter) endEvent() {
 		f.out, f.held = event, event
 		return
 	}
-	f.reuse(event)
-}
-
-// reuse keeps buf for the next event; a large one for eventSpareIdle.
-func (f *eventFilter) reuse(buf []byte) {
-	if buf == nil {
-		return
-	}
-	buf = buf[:0]
-	f.spare.Store(&buf)
-	if cap(buf) <= keepEventBuf {
-		return
-	}
-	if f.spareDrop == nil {
-		f.spareDrop = time.AfterFunc(eventSpareIdle, func() { f.spare.Store(nil) })
-	} else {
-		f.spareDrop.Reset(eventSpareIdle)
-	}
+	f.spare.Keep(event, keepEventBuf)
 }
 
 func (f *eventFilter) Close() error { return f.c.Close() }

@@ -38,26 +38,29 @@ func TestServeAppliesConfigEdits(t *testing.T) {
 		}
 		return res.Content[0].(*mcp.TextContent).Text, res.IsError
 	}
-	listed := func(id string) bool {
+	type line struct {
+		Server      string `json:"server"`
+		ConfigError string `json:"configError"`
+	}
+	entry := func(id string) *line {
 		text, isErr := gateway(map[string]any{"action": "list_servers"})
 		if isErr {
 			t.Fatalf("list_servers: %s", text)
 		}
 		var l struct {
-			Servers []struct {
-				Server string `json:"server"`
-			} `json:"servers"`
+			Servers []line `json:"servers"`
 		}
 		if err := json.Unmarshal([]byte(text), &l); err != nil {
 			t.Fatalf("list_servers: %v: %s", err, text)
 		}
 		for _, s := range l.Servers {
 			if s.Server == id {
-				return true
+				return &s
 			}
 		}
-		return false
+		return nil
 	}
+	listed := func(id string) bool { return entry(id) != nil }
 	if !listed("up") {
 		t.Fatal("list_servers has no up")
 	}
@@ -92,8 +95,8 @@ func TestServeAppliesConfigEdits(t *testing.T) {
 	testwait.For(t, "serve's stderr to name the invalid edit", func() bool {
 		return strings.Contains(stderr.String(), "config change not applied") && named.MatchString(stderr.String())
 	})
-	if !listed("hot") {
-		t.Fatalf("an invalid edit removed the server; stderr:\n%s", stderr)
+	if l := entry("hot"); l == nil || !named.MatchString(l.ConfigError) {
+		t.Fatalf("after an invalid edit, list_servers has %+v; stderr:\n%s", l, stderr)
 	}
 	// A reload releases the old plugin host only once the classifier
 	// runs in flight under it (a listing's ratings) are done.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
-	"github.com/voltmcp/voltmcp/regofile"
+	"github.com/voltmcp/voltmcp/policies"
 )
 
 // DefaultWatchInterval is how often [Engine.Watch] looks at the stamps of
@@ -260,14 +260,7 @@ func (e *Engine) watchPaths() []string {
 				user = append(user, p.Path)
 			}
 		}
-		for _, p := range user {
-			paths = append(paths, p)
-			files, dirs, _ := regofile.Read(p, nil)
-			paths = append(paths, dirs...)
-			for _, f := range files {
-				paths = append(paths, f.Path)
-			}
-		}
+		paths = append(paths, policies.Paths(user)...)
 	}
 	for _, pl := range slices.Concat(cfg.Settings.Plugins.Classifiers, cfg.Settings.Plugins.Shapers) {
 		paths = append(paths, pl.Path)

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,8 +227,13 @@ type Engine struct {
 	// every start or call of a project server.
 	ptrust atomic.Pointer[projectTrust]
 
-	mu      sync.Mutex
-	closed  bool
+	// reloadMu keeps reloads from overlapping (Reload).
+	reloadMu sync.Mutex
+
+	mu     sync.Mutex
+	closed bool
+	// invalid is why the last reload was not applied, nil once one is.
+	invalid *ConfigInvalidError
 	cfg     *cue.Config
 	load    *cue.Result // nil when Options.Config was given
 	servers map[string]*supervisor
@@ -623,12 +629,26 @@ func (e *Engine) SetEnabled(ctx context.Context, id string, enabled bool) error 
 }
 
 // Reload reads the config again and brings the servers in line with it:
-// new servers are added, removed ones stopped, and a server whose
-// definition changed is stopped and replaced. Once [Engine.ListUnlisted]
-// was called, the servers it adds or replaces that have no metadata are
-// listed in the background as ListUnlisted lists them, under the context
-// it was first given.
+// new servers are added, removed ones stopped (with their processes),
+// and a server whose definition changed is stopped and replaced; the
+// others keep running, and their calls in flight complete. The policies
+// and plugins are loaded again. Once [Engine.ListUnlisted] was called,
+// the servers it adds or replaces that have no metadata are listed in
+// the background as ListUnlisted lists them, under the context it was
+// first given.
+//
+// A config that does not validate is not applied: when the load finds
+// an error the running config's load did not have, the running config
+// stays as it is, whole, and Reload returns a [*ConfigInvalidError]
+// naming each problem's file, line and field; it also publishes
+// [EventConfigInvalid], logs a warning and shows the error on the
+// summary of each server of that file, until a reload applies. A reload
+// that applies publishes [EventServersChanged] and [EventConfigReloaded]
+// with the servers added, removed and changed. Reloads never overlap:
+// one waits for another to end.
 func (e *Engine) Reload(ctx context.Context) error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
 	cfg, res, err := e.loadConfig(ctx)
 	if err != nil {
 		return err
@@ -638,7 +658,17 @@ func (e *Engine) Reload(ctx context.Context) error {
 		e.mu.Unlock()
 		return errors.New("engine is closed")
 	}
+	if bad := newErrors(e.load, res); len(bad) > 0 {
+		ierr := &ConfigInvalidError{Diagnostics: bad}
+		e.invalid = ierr
+		e.mu.Unlock()
+		msg := e.guard.Load().secrets.Text(ierr.Error())
+		e.log.Warn("config change not applied; the last good config keeps running", "error", msg)
+		e.bus.publish(Event{Type: EventConfigInvalid, Error: msg})
+		return ierr
+	}
 	var stop []*supervisor
+	var added, removed, changed []string
 	next := map[string]*supervisor{}
 	for _, c := range cfg.Servers {
 		old, ok := e.servers[c.ID]
@@ -648,15 +678,20 @@ func (e *Engine) Reload(ctx context.Context) error {
 		}
 		if ok {
 			stop = append(stop, old)
+			changed = append(changed, c.ID)
+		} else {
+			added = append(added, c.ID)
 		}
 		next[c.ID] = newSupervisor(e, c)
 	}
 	for id, old := range e.servers {
 		if _, ok := next[id]; !ok {
 			stop = append(stop, old)
+			removed = append(removed, id)
 		}
 	}
-	e.cfg, e.load, e.servers = cfg, res, next
+	note := reloadNote(e.load, res)
+	e.cfg, e.load, e.servers, e.invalid = cfg, res, next, nil
 	e.ptrust.Store(newProjectTrust(e.opts.Surface, e.ws, res))
 	e.setOff(cfg)
 	old := e.guard.Swap(newGuard(e, cfg))
@@ -668,7 +703,14 @@ func (e *Engine) Reload(ctx context.Context) error {
 	if !e.opts.Passive {
 		e.startEager()
 	}
+	if note != "" {
+		e.log.Warn("config reloaded: " + note)
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	slices.Sort(changed)
 	e.bus.publish(Event{Type: EventServersChanged})
+	e.bus.publish(Event{Type: EventConfigReloaded, Added: added, Removed: removed, Changed: changed, Message: note})
 	e.mu.Lock()
 	lc := e.listCtx
 	e.mu.Unlock()

@@ -28,6 +28,15 @@ const (
 	// EventAuditResumed reports that the audit log is written again; an
 	// audit_gap record in the log says how many records were lost.
 	EventAuditResumed EventType = "mcp_audit_resumed"
+	// EventConfigReloaded reports a config change applied (a file
+	// watched by [Engine.Watch] changed, or [Engine.Reload] ran): Added,
+	// Removed and Changed name the servers, Message notes a layer file
+	// that is gone or a project that lost its trust.
+	EventConfigReloaded EventType = "mcp_config_reloaded"
+	// EventConfigInvalid reports a config change that was not applied
+	// because it does not validate; the last good config keeps running,
+	// and Error names each problem's file:line:col and field.
+	EventConfigInvalid EventType = "mcp_config_invalid"
 )
 
 // Event is one thing that happened in the engine. Fields that do not
@@ -61,6 +70,12 @@ type Event struct {
 	// comes first, says a server asked for authorization. Neither carries
 	// a URL, code or token.
 	AuthStatus string `json:"authStatus,omitempty"`
+	// Added, Removed and Changed are set on mcp_config_reloaded: the ids
+	// of the servers the change added, removed (and stopped), and
+	// changed (and restarted), each sorted.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
 }
 
 // bus fans events out to subscribers (see [fanout.Bus]). A subscriber

@@ -202,6 +202,9 @@ func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 		notes = append(notes, fmt.Sprintf("the policies do not load, so every tool call is denied and project MCP config never loads: %s; fix the file (voltmcp vet checks the policies)",
 			strings.TrimPrefix(err.Error(), "load policies: ")))
 	}
+	if err := e.ConfigError(); err != nil {
+		notes = append(notes, e.guard.Load().secrets.Text(err.Error()))
+	}
 	if n := e.Diagnostics().Count(cue.SeverityError); n > 0 {
 		notes = append(notes, fmt.Sprintf("the config has %d error(s); servers with errors are disabled", n))
 	}
@@ -237,13 +240,16 @@ type serverLine struct {
 	// do (ServerSummary).
 	Reason string `json:"reason,omitempty"`
 	Fix    string `json:"fix,omitempty"`
+	// ConfigError says why the last edit of the server's file was not
+	// applied (ServerSummary).
+	ConfigError string `json:"configError,omitempty"`
 }
 
 func (e *Engine) gwListServers() GatewayResult {
 	var lines []serverLine
 	for _, s := range e.Servers() {
 		l := serverLine{Server: s.ID, Status: s.Status, Transport: s.Transport, Tools: s.ToolCounts.Cached, Stale: s.MetadataStale, Error: s.LastError,
-			Reason: s.Reason, Fix: s.Fix}
+			Reason: s.Reason, Fix: s.Fix, ConfigError: s.ConfigError}
 		if s.DisplayName != s.ID {
 			l.Title = s.DisplayName
 		}

@@ -354,6 +354,43 @@ func (e *Engine) exposureInput(ctx context.Context, s *supervisor, t Tool) ToolI
 	return ToolInput{Server: s.cfg, Tool: t, Surface: e.opts.Surface, Pin: e.pinState(s.cfg.ID, t)}
 }
 
+// shapeWithPlugins runs the shaper chain over clean, the sanitized
+// output whose native cap is capped, and returns the text to show,
+// holding the guard it runs under (see [Engine.heldGuard]) so that a
+// reload does not release the chain under it.
+func (e *Engine) shapeWithPlugins(ctx context.Context, s *supervisor, tool, risk, clean, capped string, maxBytes, maxLines int, sh *shaped) string {
+	g, release := e.heldGuard()
+	defer release()
+	if g == nil {
+		return capped
+	}
+	inline := capped
+	turn.Yield(ctx) // a plugin may run up to its timeout
+	chain := g.plugins(ctx)
+	if len(chain.Shapers) > 0 {
+		out := chain.Shape(ctx, wasm.ShapeInput{Server: s.cfg.ID, Tool: tool, Risk: risk,
+			Content: []wasm.Content{{Type: "text", Text: clean}}, Limits: wasm.Limits{MaxBytes: maxBytes, MaxLines: maxLines}})
+		var parts []string
+		for _, it := range out.Content {
+			if it.Type == "text" {
+				parts = append(parts, it.Text)
+			}
+		}
+		// The native cap holds whatever the shapers returned.
+		inline = output.Cap(strings.Join(parts, "\n"), maxBytes, maxLines).Text
+		if inline != capped {
+			sh.changed = true
+		}
+		// A shaper sees only the output, the server's data, which it
+		// may rewrite; what it says of its work is a plugin's own text
+		// and passes the scrubber.
+		for _, n := range out.Notes {
+			sh.notes = append(sh.notes, g.secrets.Text(n))
+		}
+	}
+	return inline
+}
+
 // shaped says what shaping did to an output.
 type shaped struct {
 	// changed is true when the text shown differs from the server's
@@ -380,30 +417,8 @@ func (e *Engine) shape(ctx context.Context, s *supervisor, tool, risk, text stri
 	}
 	c := output.Cap(clean, maxBytes, maxLines)
 	inline := c.Text
-	if g := e.guard.Load(); g != nil && (c.Truncated || len(set.Plugins.Shapers) > 0) && (set.Plugins.Builtin || len(set.Plugins.Shapers) > 0) {
-		turn.Yield(ctx) // a plugin may run up to its timeout
-		chain := g.plugins(ctx)
-		if len(chain.Shapers) > 0 {
-			out := chain.Shape(ctx, wasm.ShapeInput{Server: s.cfg.ID, Tool: tool, Risk: risk,
-				Content: []wasm.Content{{Type: "text", Text: clean}}, Limits: wasm.Limits{MaxBytes: maxBytes, MaxLines: maxLines}})
-			var parts []string
-			for _, it := range out.Content {
-				if it.Type == "text" {
-					parts = append(parts, it.Text)
-				}
-			}
-			// The native cap holds whatever the shapers returned.
-			inline = output.Cap(strings.Join(parts, "\n"), maxBytes, maxLines).Text
-			if inline != c.Text {
-				sh.changed = true
-			}
-			// A shaper sees only the output, the server's data, which it
-			// may rewrite; what it says of its work is a plugin's own text
-			// and passes the scrubber.
-			for _, n := range out.Notes {
-				sh.notes = append(sh.notes, g.secrets.Text(n))
-			}
-		}
+	if (c.Truncated || len(set.Plugins.Shapers) > 0) && (set.Plugins.Builtin || len(set.Plugins.Shapers) > 0) {
+		inline = e.shapeWithPlugins(ctx, s, tool, risk, clean, c.Text, maxBytes, maxLines, &sh)
 	}
 	if !c.Truncated {
 		return inline, nil, nil, sh

@@ -94,6 +94,13 @@ type guard struct {
 	// (trustToolHints, honoured from user layers only): the one place
 	// that lets a server's annotations lower the risk of its tools.
 	trustHints map[string]bool
+
+	// use is held (read-locked) by each user of the plugin chain while
+	// it runs a module, so that close, which takes it to release the
+	// wasm host, waits for the calls in flight of a reload's old guard;
+	// closed is set once it is released.
+	use    sync.RWMutex
+	closed bool
 }
 
 // riskRetryAfter is how long a rating shaped by a classifier fault is
@@ -345,8 +352,17 @@ func (g *guard) rate(ctx context.Context, server string, t Tool) (riskEntry, boo
 		// Annotations are the server's own claim about itself: unless the
 		// server's config trusts them, they may raise a tool's risk but
 		// never lower it, and the risk reason says what they claimed.
+		if !g.acquire() {
+			// A reload replaced and closed this guard: the current one
+			// rates.
+			if next := g.e.guard.Load(); next != g {
+				return next.rate(ctx, server, t)
+			}
+			return riskEntry{RiskUnknown, "classification cancelled: the engine is closed"}, false
+		}
 		c := chain.Classify(ctx, wasm.ClassifyInput{Server: server, Tool: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: t.InputSchema, Annotations: t.Annotations, TrustToolHints: g.trustHints[server]})
+		g.release()
 		// What a plugin says passes the scrubber like what a server says.
 		r = riskEntry{Risk(c.Risk), g.secrets.Text(c.Reason)}
 		if !validRisk(r.risk) {
@@ -453,11 +469,45 @@ func (g *guard) rateListing(ctx context.Context, server string, m *Metadata) *Ra
 	return out
 }
 
+// acquire holds the guard's plugin chain for a use, and reports false
+// when the guard is closed; a true answer is followed by release.
+func (g *guard) acquire() bool {
+	g.use.RLock()
+	if g.closed {
+		g.use.RUnlock()
+		return false
+	}
+	return true
+}
+
+// release ends a use that acquire began.
+func (g *guard) release() { g.use.RUnlock() }
+
+// heldGuard returns the current guard, held for a use of its plugin
+// chain (see [guard.acquire]), with the function that ends the use; it
+// is nil once the Engine closed.
+func (e *Engine) heldGuard() (*guard, func()) {
+	for {
+		g := e.guard.Load()
+		if g.acquire() {
+			return g, g.release
+		}
+		if e.guard.Load() == g {
+			return nil, func() {}
+		}
+	}
+}
+
 // close ends the guard's preparation, waits for it (a module being
-// compiled finishes first) and releases the wasm host.
+// compiled finishes first) and for the uses of its plugin chain in
+// flight (a reload's calls of servers it keeps), and releases the wasm
+// host.
 func (g *guard) close() {
 	g.stop()
 	<-g.plugReady
+	g.use.Lock()
+	g.closed = true
+	g.use.Unlock()
 	if g.host != nil {
 		_ = g.host.Close(context.Background())
 	}

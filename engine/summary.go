@@ -65,9 +65,13 @@ type ServerSummary struct {
 	// Log is the server's log file (engine/serverlog), under the home
 	// directory shortened to "~", which `voltmcp logs` shows; LogError
 	// says why the last write to it failed.
-	Log          string         `json:"log,omitempty"`
-	LogError     string         `json:"logError,omitempty"`
-	StderrBytes  int64          `json:"stderrBytes,omitempty"`
+	Log         string `json:"log,omitempty"`
+	LogError    string `json:"logError,omitempty"`
+	StderrBytes int64  `json:"stderrBytes,omitempty"`
+	// ConfigError is, for a server defined in a file whose last change
+	// was not applied because it does not validate, why (see
+	// [Engine.Reload]): the server runs as the last good config says.
+	ConfigError  string         `json:"configError,omitempty"`
 	Capabilities SummaryActions `json:"capabilities"`
 }
 
@@ -97,11 +101,13 @@ func (e *Engine) Servers() []ServerSummary {
 	}
 	untrusted := e.untrustedLocked()
 	persist := e.opts.Config == nil
+	invalid := e.invalid
 	e.mu.Unlock()
 	out := make([]ServerSummary, 0, len(sups)+len(untrusted))
 	for _, s := range sups {
 		sum := s.summary(persist)
 		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
+		sum.ConfigError = invalid.forFile(s.cfg.File)
 		out = append(out, sum)
 	}
 	out = append(out, untrusted...)
@@ -121,6 +127,9 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 	}
 	sum := s.summary(e.opts.Config == nil)
 	sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
+	e.mu.Lock()
+	sum.ConfigError = e.invalid.forFile(s.cfg.File)
+	e.mu.Unlock()
 	return sum, nil
 }
 

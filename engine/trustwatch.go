@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -32,13 +30,13 @@ const trustRecheck = time.Second
 type projectTrust struct {
 	project string
 	loaded  map[string]string // path -> sha256 of what the Engine runs
-	paths   []string
 
 	mu sync.Mutex
-	// stamps are those of paths when the decision was last made; nil
-	// until it is made again once (the load that built the Engine read
-	// the files before any stamp could be taken).
-	stamps  []pathStamp
+	// paths are the paths that can change the decision, with what they
+	// were when the decision was last made; their first look reports a
+	// change (the load that built the Engine read the files before any
+	// stamp could be taken).
+	paths   *stampSet
 	checked time.Time
 	// err is why project servers may not run, nil when they may.
 	err error
@@ -57,7 +55,7 @@ func newProjectTrust(surface cue.Surface, project string, res *cue.Result) *proj
 	if res == nil || !res.Trust.Trusted || len(res.TrustFiles) == 0 {
 		return nil
 	}
-	return &projectTrust{project: project, loaded: trustHashes(res.TrustFiles), paths: res.TrustPaths}
+	return &projectTrust{project: project, loaded: trustHashes(res.TrustFiles), paths: newStampSet(res.TrustPaths)}
 }
 
 // trustHashes maps each file a trust decision covered to its hash ("" for
@@ -76,50 +74,6 @@ func trustHashes(files []cue.FileStatus) map[string]string {
 	return out
 }
 
-// pathStamp identifies a version of a path: what lstat and stat say of
-// it (a link swapped in shows in the first, a changed target in the
-// second).
-type pathStamp struct {
-	link, target fs.FileInfo
-	linkErr      bool
-	targetErr    bool
-}
-
-func stampOf(path string) pathStamp {
-	var s pathStamp
-	var err error
-	if s.link, err = os.Lstat(path); err != nil {
-		s.link, s.linkErr = nil, true
-	}
-	if s.target, err = os.Stat(path); err != nil {
-		s.target, s.targetErr = nil, true
-	}
-	return s
-}
-
-func sameInfo(a, b fs.FileInfo) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return os.SameFile(a, b) && a.Mode() == b.Mode() && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
-}
-
-func (s pathStamp) same(o pathStamp) bool {
-	return s.linkErr == o.linkErr && s.targetErr == o.targetErr && sameInfo(s.link, o.link) && sameInfo(s.target, o.target)
-}
-
-func sameStamps(a, b []pathStamp) bool {
-	if a == nil || len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].same(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // projectTrustError returns why the servers of the project may not run
 // now, or nil when they may: the project is no longer trusted (`voltmcp
 // untrust`, a trust record that no longer matches), or a file trust
@@ -134,26 +88,23 @@ func (e *Engine) projectTrustError(ctx context.Context) error {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	now := time.Now()
-	if pt.stamps != nil && now.Sub(pt.checked) < trustRecheck && now.After(pt.checked) {
+	if !pt.checked.IsZero() && now.Sub(pt.checked) < trustRecheck && now.After(pt.checked) {
 		return pt.err
 	}
-	stamps := make([]pathStamp, len(pt.paths))
-	for i, p := range pt.paths {
-		stamps[i] = stampOf(p)
-	}
 	pt.checked = now
-	if sameStamps(pt.stamps, stamps) {
+	if !pt.paths.look() {
 		return pt.err
 	}
 	decided, err := e.decideTrustAgain(ctx, pt)
 	if !decided {
-		return err // not decided (the context ended): look again next time
+		pt.paths.forget() // not decided (the context ended): look again next time
+		return err
 	}
 	if err != nil && pt.err == nil {
 		e.record(ctx, audit.Record{Kind: audit.KindTrust, Status: "untrusted", Decision: &audit.Decision{Allowed: false, Reasons: []string{err.Error()}},
 			Detail: map[string]any{"project": pt.project}})
 	}
-	pt.stamps, pt.err = stamps, err
+	pt.err = err
 	return err
 }
 

@@ -159,6 +159,34 @@ func regoFiles(paths []string, withTests bool) ([]File, error) {
 	return out, nil
 }
 
+// Paths returns what loading the policy paths reads: each path, the
+// directories its walk enters and the policy files it reads, through the
+// walk [Load] takes (without tests), for a process that watches them for
+// changes (the engine's config watch). A path whose walk fails is still named,
+// with what the walk met before it failed. Each path is named once.
+func Paths(paths []string) []string {
+	r := regofile.NewReader(nil)
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range paths {
+		add(p)
+		files, dirs, _ := r.Read(p)
+		for _, d := range dirs {
+			add(d)
+		}
+		for _, f := range files {
+			add(f.Path)
+		}
+	}
+	return out
+}
+
 // parseSources parses files given by their content; every syntax error
 // is collected, and a file that could not be read (File.Err) is the
 // error.

@@ -270,10 +270,11 @@ func gatewayCommands() []*command {
 
 func serveCommand() *command {
 	var addr, tokenFile, socket string
+	var noWatch bool
 	c := &command{
 		name:    "serve",
 		summary: "run the MCP gateway for an agent (stdio, or Streamable HTTP on loopback)",
-		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT | --socket PATH] [--token-file PATH]
+		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT | --socket PATH] [--token-file PATH] [--no-watch]
 
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
@@ -321,6 +322,16 @@ timeout leaves the server needs_auth, and the answer says why; a client
 without URL mode is offered nothing, and the answer says to run
 'voltmcp auth SERVER'.
 
+Changes to the config apply while serve runs, within a second of the last
+edit: the four config files (one created later too), the trust store,
+the policy files and directories, and the plugin modules settings.plugins
+names. An added server appears, a removed one stops with its processes, a
+changed one restarts, and the others keep serving, their calls in flight
+included. An edit that does not validate is not applied: the last good
+config keeps running, and stderr names the file, line and field. An edit
+to a trusted project's files takes the project's trust away until
+'voltmcp trust' again. --no-watch turns this off.
+
 serve refuses to run under a voltmcp gateway (VOLTMCP_RUN, the run mark
 the gateway gives every server it starts, is set): a config entry that
 starts the gateway as one of its own servers would start it again and
@@ -338,6 +349,7 @@ Examples:
 			fs.StringVar(&addr, "http", "", "serve Streamable HTTP on this loopback address instead of stdio")
 			fs.StringVar(&tokenFile, "token-file", "", "with --http or --socket, the file of the bearer token clients must send (default <agent-dir>/http/token)")
 			fs.StringVar(&socket, "socket", "", "serve Streamable HTTP on a unix socket at this path (0600, in a directory only you can enter) instead of stdio")
+			fs.BoolVar(&noWatch, "no-watch", false, "do not apply changes to the config files, policies and plugins while serving")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -389,6 +401,19 @@ Examples:
 		}
 		defer eng.Close()
 		login.eng = eng
+		if !noWatch {
+			// Config changes apply while serving (engine.Engine.Watch);
+			// the watch ends before the engine closes.
+			wctx, stopWatch := context.WithCancel(ctx)
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				if err := eng.Watch(wctx, nil); err != nil {
+					fmt.Fprintf(e.stderr, "voltmcp serve: %v\n", err)
+				}
+			}()
+			defer func() { stopWatch(); <-watched }()
+		}
 		for _, d := range eng.Diagnostics() {
 			if d.Severity != cue.SeverityInfo {
 				fmt.Fprintln(e.stderr, d)

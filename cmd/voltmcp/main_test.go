@@ -147,7 +147,7 @@ func TestCommandHelp(t *testing.T) {
 		"refresh":       nil,
 		"enable":        nil,
 		"disable":       nil,
-		"serve":         {"http", "token-file", "socket"},
+		"serve":         {"http", "token-file", "socket", "no-watch"},
 		"status":        {"json"},
 		"search":        {"json", "server", "limit", "cursor"},
 		"describe":      {"json"},

@@ -78,8 +78,8 @@ func (g *peerGate) keep(req *http.Request, endpoint bool) func(event []byte) boo
 			}
 			return true
 		}
-		if len(data) == 0 || !json.Valid(data) {
-			return true // the reader fails it, or skips it
+		if len(data) == 0 || !mayBeRequest(data) || !json.Valid(data) {
+			return true // no request; or the reader fails it, or skips it
 		}
 		id, method, params, ok := line.PeerCall(data)
 		if !ok {
@@ -92,6 +92,15 @@ func (g *peerGate) keep(req *http.Request, endpoint bool) func(event []byte) boo
 		g.refuse(line.Refused{ID: id, Why: why}, to.Load(), header)
 		return false
 	}
+}
+
+// mayBeRequest reports whether data, an event's data, can hold a request:
+// a request names its method with the key "method", written so or with
+// \u escapes (the go-sdk matches keys exactly, and JSON spells a key no
+// other way). An event with neither, as most answers to calls are, is
+// passed on without being read twice more (json.Valid, PeerCall).
+func mayBeRequest(data []byte) bool {
+	return bytes.Contains(data, []byte(`"method"`)) || bytes.Contains(data, []byte(`\u`))
 }
 
 // refusePost bounds the POST of one refusal.

@@ -32,8 +32,12 @@ func TestPeerGate(t *testing.T) {
 		`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"m":"` + pad + `"}}` + "\n\n",
 		`data: {"jsonrpc":"2.0","id":1,"result":{}}` + "\n\n",
 		"event: endpoint\ndata: /elsewhere\n\n",
+		// A key spelled with escapes is the key it spells.
+		`data: {"jsonrpc":"2.0","id":"d","\u006dethod":"sampling/createMessage","params":{"m":"` + pad + `"}}` + "\n\n",
+		// A result that mentions a method is a result.
+		`data: {"jsonrpc":"2.0","id":2,"result":{"text":"the \"method\" key","pad":"` + pad + `"}}` + "\n\n",
 	}
-	kept := []int{0, 1, 5, 6}
+	kept := []int{0, 1, 5, 6, 9}
 	var mu sync.Mutex
 	var posts []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,13 +78,13 @@ func TestPeerGate(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("the stream passed %d bytes, want %d: %.200q", len(got), len(want), got)
 	}
-	testwait.For(t, "three refusals", func() bool {
+	testwait.For(t, "four refusals", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(posts) == 3
+		return len(posts) == 4
 	})
 	mu.Lock()
-	for _, id := range []string{`"b"`, `7`, `"c"`} {
+	for _, id := range []string{`"b"`, `7`, `"c"`, `"d"`} {
 		if !slices.ContainsFunc(posts, func(p string) bool {
 			return strings.HasPrefix(p, "/post?s=1 s1 ") && strings.Contains(p, `"id":`+id) && strings.Contains(p, "refused by voltmcp")
 		}) {

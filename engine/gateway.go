@@ -167,11 +167,14 @@ func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 		if err != nil {
 			return gwError("%v", err)
 		}
+		// The model gets the latest few calls, as every summary of
+		// Servers has them; the rest would cost it tokens for little.
+		sum.RecentCalls = sum.RecentCalls[:min(len(sum.RecentCalls), SummaryRecentCalls)]
 		return gwOK(sum, jsonText(sum))
 	}
 	counts := map[Status]int{}
 	var problems []map[string]string
-	servers := e.Servers()
+	servers := e.summaries(false)
 	for _, s := range servers {
 		counts[s.Status]++
 		switch {
@@ -247,7 +250,7 @@ type serverLine struct {
 
 func (e *Engine) gwListServers() GatewayResult {
 	var lines []serverLine
-	for _, s := range e.Servers() {
+	for _, s := range e.summaries(false) {
 		l := serverLine{Server: s.ID, Status: s.Status, Transport: s.Transport, Tools: s.ToolCounts.Cached, Stale: s.MetadataStale, Error: s.LastError,
 			Reason: s.Reason, Fix: s.Fix, ConfigError: s.ConfigError}
 		if s.DisplayName != s.ID {
@@ -435,7 +438,7 @@ const maxHintNames = 5
 func (e *Engine) emptySearchHint() string {
 	var unknown, cannot []string
 	untrusted := 0
-	for _, s := range e.Servers() {
+	for _, s := range e.summaries(false) {
 		switch {
 		case s.Status == StatusUntrusted:
 			untrusted++

@@ -82,7 +82,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 // a policy that denied, failed or timed out, a hold, the audit log, the
 // server's error, the answer) answers through it.
 func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
-	c := &callAudit{e: e, ctx: ctx, in: in, start: time.Now()}
+	c := &callAudit{e: e, ctx: ctx, in: in, start: time.Now(), id: newCallID()}
 	// A call whose work panics is answered with an internal error by
 	// its job, which writes its record first.
 	onFault(ctx, func() { c.write(refusal(statusError, gwError("internal error"))) })
@@ -106,6 +106,7 @@ func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, t
 		then(here, *bad)
 		return
 	}
+	c.server = s.cfg.ID
 	args, rawArgs, err := in.callArguments()
 	if err != nil {
 		then(here, refusal(statusInvalid, gwError("%v", err)))
@@ -142,8 +143,10 @@ func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, t
 		then(here, refusal(statusDenied, gwError("call to %s.%s refused: %s", s.cfg.ID, t.Name, strings.Join(c.d.Reasons, "; "))))
 		return
 	}
-	e.callToolThen(ctx, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
+	c.begin()
+	e.callToolThen(ctx, c.id, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
 		if err != nil {
+			c.cancelled = errors.Is(err, context.Canceled)
 			then(yield, refusal(statusError, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err)))
 			return
 		}
@@ -231,6 +234,17 @@ type callAudit struct {
 	d       ToolDecision
 	// intent is the call's intent, when one was written (writeAhead).
 	intent auditq.Intent
+	// id is the call's id: the CallID of its events and the call_id of
+	// its audit records.
+	id string
+	// server is the id of the call's server once the call named one
+	// that is configured; begun is set once its start was published
+	// (begin), and cancelled when its caller gave up on it.
+	server    string
+	begun     bool
+	cancelled bool
+	// recent is the call among its server's recent calls, once begun.
+	recent recentRef
 	// output, cacheID and truncated are the answer's, for its hash.
 	output, cacheID string
 	truncated       bool
@@ -255,6 +269,7 @@ func (c *callAudit) write(r GatewayResult) {
 	if r.IsError && status != "failed" {
 		reason = strings.TrimPrefix(r.Text, "error: ")
 	}
+	c.end(status, reason, took)
 	c.e.recordLater(c.ctx, func() audit.Record {
 		var rec audit.Record
 		if c.decided {
@@ -265,12 +280,94 @@ func (c *callAudit) write(r GatewayResult) {
 		}
 		finishRecordAt(&rec, status, took, c.output, c.cacheID, c.truncated)
 		c.intent.Name(&rec)
+		rec.CallID = c.id
 		// A decision's refusal is in its reasons; the rest say why here.
 		if reason != "" && (!c.decided || status != statusDenied) {
 			rec.Reason = reason
 		}
 		return rec
 	})
+}
+
+// tool is the call's tool and its risk: the tool found and decided,
+// else the name asked for, cleaned and capped, at risk unknown. The
+// name asked for is the caller's input, which may hold anything: the
+// recent call keeps it for the audit log's redactor to redact when it
+// is read, as the call's record is; its events carry it scrubbed of the
+// config's secrets (eventTool), since publishing waits for nothing.
+func (c *callAudit) tool() (string, Risk) {
+	if c.decided {
+		return c.ti.Tool.Name, c.ti.Risk
+	}
+	return output.CleanText(c.in.Tool, maxAskedToolChars), RiskUnknown
+}
+
+// eventTool is tool for the call's events.
+func (c *callAudit) eventTool() (string, Risk) {
+	name, risk := c.tool()
+	if g := c.e.guard.Load(); g != nil && !c.decided {
+		name = g.secrets.Text(name)
+	}
+	return name, risk
+}
+
+// maxAskedToolChars bounds the tool name of a call that names no tool
+// there is, in its events.
+const maxAskedToolChars = 128
+
+// begin publishes the call's mcp_call_start, as it is sent to its
+// server, and adds it to the server's recent calls as started.
+func (c *callAudit) begin() {
+	c.begun = true
+	tool, risk := c.tool()
+	c.recent = c.e.recent.add(RecentCall{ID: c.id, Timestamp: c.start, Server: c.server, Tool: tool, Risk: risk, Status: "started", asked: !c.decided})
+	tool, risk = c.eventTool()
+	c.e.bus.publish(Event{Type: EventCallStart, Server: c.server, Tool: tool, Risk: risk, CallID: c.id, CallStatus: "started"})
+}
+
+// end publishes the call's mcp_call_end, with its start first when it
+// ended before it was sent: every call of a configured server has both,
+// whatever ended it, and is one of its recent calls, updated here with
+// its end. status and reason are the call record's. A call that names
+// no server there is has neither events nor a recent call (its audit
+// record has it).
+func (c *callAudit) end(status, reason string, took time.Duration) {
+	if c.server == "" && c.in.Server != "" {
+		// Refused before its server was looked up (voltmcp is off).
+		if s, err := c.e.supervisor(c.in.Server); err == nil {
+			c.server = s.cfg.ID
+		}
+	}
+	if c.server == "" {
+		return
+	}
+	if !c.begun {
+		c.begin()
+	}
+	tool, risk := c.eventTool()
+	spec, outcome := callStatus(status, c.cancelled)
+	c.e.recent.update(c.recent, func(rc *RecentCall) {
+		rc.Status, rc.Outcome, rc.DurationMs = spec, outcome, took.Milliseconds()
+		rc.OutputBytes, rc.Truncated = int64(len(c.output)), c.truncated
+		if spec != "completed" {
+			rc.Reason = capReason(reason)
+		}
+	})
+	c.e.bus.publish(Event{Type: EventCallEnd, Server: c.server, Tool: tool, Risk: risk, CallID: c.id, CallStatus: spec, Outcome: outcome,
+		DurationMs: took.Milliseconds()})
+}
+
+// callStatus maps the status of a call's record (completed, failed,
+// denied, invalid, error) to the spec's (completed, failed, cancelled),
+// with the record's as outcome when the spec's does not say it.
+func callStatus(record string, cancelled bool) (status, outcome string) {
+	switch {
+	case cancelled:
+		return "cancelled", record
+	case record == "completed", record == "failed":
+		return record, ""
+	}
+	return "failed", record
 }
 
 // writeAhead writes the intent of an allowed call of risk write,
@@ -294,7 +391,7 @@ func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	// Another process's hold on the log's lock may make it wait: this
 	// goroutine's reader, if it is one, goes on first (package turn).
 	intent := audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
-		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}}
+		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}, CallID: c.id}
 	in, err := e.audit.Intend(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), intent)
 	if err != nil {
 		return e.Config().Settings.Audit.OnFailure == "allow"

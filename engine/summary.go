@@ -73,6 +73,10 @@ type ServerSummary struct {
 	// [Engine.Reload]): the server runs as the last good config says.
 	ConfigError  string         `json:"configError,omitempty"`
 	Capabilities SummaryActions `json:"capabilities"`
+	// RecentCalls are the server's latest calls through this Engine,
+	// newest first: all it keeps from [Engine.Server], the last
+	// [SummaryRecentCalls] from [Engine.Servers]. Never nil.
+	RecentCalls []RecentCall `json:"recentCalls"`
 }
 
 // ToolCount counts a server's tools: those in the cache, and those of
@@ -94,6 +98,13 @@ type SummaryActions struct {
 // engine runs, and those of an untrusted project, which it does not
 // (status untrusted, with the Reason and the Fix).
 func (e *Engine) Servers() []ServerSummary {
+	return e.summaries(true)
+}
+
+// summaries is Servers, with each server's latest calls when withCalls
+// is set: the gateway's own uses (counts, list_servers, hints) need none,
+// and so never wait for the redactor that reading a call's reason may.
+func (e *Engine) summaries(withCalls bool) []ServerSummary {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
@@ -108,9 +119,17 @@ func (e *Engine) Servers() []ServerSummary {
 		sum := s.summary(persist)
 		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
 		sum.ConfigError = invalid.forFile(s.cfg.File)
+		if withCalls {
+			sum.RecentCalls = e.recentCalls(s.cfg.ID, SummaryRecentCalls)
+		} else {
+			sum.RecentCalls = []RecentCall{}
+		}
 		out = append(out, sum)
 	}
-	out = append(out, untrusted...)
+	for _, sum := range untrusted {
+		sum.RecentCalls = []RecentCall{}
+		out = append(out, sum)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
@@ -119,6 +138,7 @@ func (e *Engine) Servers() []ServerSummary {
 // (see [Engine.Servers]).
 func (e *Engine) Server(id string) (ServerSummary, error) {
 	if sum, ok := e.untrustedServer(id); ok {
+		sum.RecentCalls = []RecentCall{}
 		return sum, nil
 	}
 	s, err := e.supervisor(id)
@@ -130,6 +150,7 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 	e.mu.Lock()
 	sum.ConfigError = e.invalid.forFile(s.cfg.File)
 	e.mu.Unlock()
+	sum.RecentCalls = e.recentCalls(s.cfg.ID, e.recent.size)
 	return sum, nil
 }
 

@@ -52,8 +52,12 @@ type supervisor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background work: watchers, refreshes, reconnects
 
-	mu              sync.Mutex
-	status          Status
+	mu     sync.Mutex
+	status Status
+	// retired is set once a reload replaced or removed the supervisor:
+	// the server's status is then another's (or none), and this one's
+	// last moves, as it stops, are not published.
+	retired         bool
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
@@ -146,7 +150,8 @@ func (s *supervisor) source() output.Source {
 	return output.Source{Server: s.cfg.ID, Identity: s.ident}
 }
 
-// setStatus moves to a new status if the move is legal, and publishes it.
+// setStatus moves to a new status if the move is legal, and publishes
+// the move (mcp_server_status_changed).
 func (s *supervisor) setStatus(to Status, errText string) {
 	s.mu.Lock()
 	from := s.status
@@ -166,8 +171,21 @@ func (s *supervisor) setStatus(to Status, errText string) {
 	if to == StatusReady {
 		s.lastConnectedAt = time.Now()
 	}
+	// Published under s.mu, so that the events of a server's moves are
+	// in the order of the moves (publishing never waits).
+	if !s.retired {
+		s.e.bus.publish(Event{Type: EventServerStatusChanged, Server: s.cfg.ID, Status: to, Previous: from, Error: errText})
+	}
 	s.mu.Unlock()
-	s.e.bus.publish(Event{Type: EventServerStatusChanged, Server: s.cfg.ID, Status: to, Previous: from, Error: errText})
+}
+
+// retire marks s retired (a reload replaced or removed it) and returns
+// its status then.
+func (s *supervisor) retire() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retired = true
+	return s.status
 }
 
 func (s *supervisor) getStatus() Status {

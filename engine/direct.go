@@ -139,7 +139,8 @@ func (e *Engine) addDirectTools(srv *mcp.Server) {
 	go func() {
 		defer stop()
 		for ev := range events {
-			if ev.Type == EventServersChanged {
+			// A gap may have held a change: look again.
+			if ev.Type == EventServersChanged || ev.Type == EventGap {
 				update()
 			}
 		}

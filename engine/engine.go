@@ -169,6 +169,11 @@ type Options struct {
 	// systems are left as they are. Set it in a program that must stay
 	// debuggable and starts no server it does not trust.
 	KeepDumpable bool
+	// EventBuffer is how many of the last events the Engine keeps for
+	// subscribers that come back ([Engine.SubscribeSince]) or fall behind.
+	// Zero or less: [DefaultEventBuffer] (1,000), the spec's minimum;
+	// each kept event holds its strings (an error, a progress message).
+	EventBuffer int
 }
 
 // Engine runs the MCP servers of one workspace. Its methods are safe for
@@ -276,6 +281,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if e.httpBase == nil {
 		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	e.bus = newBus(opts.EventBuffer)
 	e.instance = rand.Text()
 	e.viaKey = []byte(rand.Text())
 	e.version = "(devel)"
@@ -438,12 +444,30 @@ func (e *Engine) Diagnostics() cue.Diagnostics {
 	return e.load.Diagnostics
 }
 
-// Subscribe returns a channel of events and a function that ends the
-// subscription. The channel holds buffer events (64 when buffer <= 0); a
-// subscriber that falls behind loses events rather than stalling the
-// engine. The channel closes when the subscription or the Engine ends.
+// Subscribe is SubscribeSince(0, buffer): the events from now on.
 func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) {
-	return e.bus.subscribe(buffer)
+	return e.bus.subscribe(0, buffer)
+}
+
+// SubscribeSince returns a channel of events and a function that ends
+// the subscription. The channel holds buffer events (64 when buffer <=
+// 0). With since 0 it gets the events published from now on. With since
+// > 0 (the Seq of the last event a subscriber saw) it first gets every
+// event after since that the engine still keeps (the last
+// Options.EventBuffer), then the events from now on, with none missed or
+// repeated between the two; when events after since are no longer kept,
+// one [EventGap] counting them comes first. A since the engine has not
+// reached (a subscriber of an engine that has since restarted) gets one
+// gap whose Missed counts every event of this engine and whose Seq is
+// the last one's, then the events from now on.
+//
+// A subscriber that does not read never slows the engine: when its
+// channel is full, the events it has not taken wait in the engine's ring
+// of the last events, and it gets them once it reads again; those that
+// left the ring meanwhile are one gap. The channel closes when the
+// subscription or the Engine ends, keeping the events it holds.
+func (e *Engine) SubscribeSince(since uint64, buffer int) (<-chan Event, func()) {
+	return e.bus.subscribe(since, buffer)
 }
 
 // ErrUnknownServer is returned for a server id that is not configured.
@@ -544,12 +568,25 @@ func (e *Engine) callUngated(ctx context.Context, server, tool string, args any)
 		res *mcp.CallToolResult
 		err error
 	}
-	if _, err := e.use(server); err != nil {
+	s, err := e.use(server)
+	if err != nil {
 		return nil, err
 	}
+	callID := newCallID()
+	e.bus.publish(Event{Type: EventCallStart, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: "started"})
+	start := time.Now()
 	a := turn.Await(ctx, func(ctx context.Context, then func(func(), answer)) {
-		e.callToolThen(ctx, server, tool, args, anyListing, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
+		e.callToolThen(ctx, callID, server, tool, args, anyListing, func(yield func(), res *mcp.CallToolResult, err error) { then(yield, answer{res, err}) })
 	})
+	status := "completed"
+	switch {
+	case errors.Is(a.err, context.Canceled):
+		status = "cancelled"
+	case a.err != nil || (a.res != nil && a.res.IsError):
+		status = "failed"
+	}
+	e.bus.publish(Event{Type: EventCallEnd, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: status,
+		DurationMs: time.Since(start).Milliseconds()})
 	if a.res != nil {
 		// Structured content is a decoded value here, as the SDK's
 		// client gives it; the gateway passes it on as JSON.
@@ -566,30 +603,17 @@ func (e *Engine) callUngated(ctx context.Context, server, tool string, args any)
 
 // callToolThen is a call that hands its result to then, once: on
 // this goroutine, or on the server's connection's reader when the call
-// takes the lean path (see supervisor.call). decided is the listing the
-// call was decided on, or anyListing. Its callers have counted the use
-// ([Engine.use]).
-func (e *Engine) callToolThen(ctx context.Context, server, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
+// takes the lean path (see supervisor.call). callID is the call's id,
+// which its progress events carry; its callers publish its start and
+// end. decided is the listing the call was decided on, or anyListing.
+// Its callers have counted the use ([Engine.use]).
+func (e *Engine) callToolThen(ctx context.Context, callID, server, tool string, args any, decided uint64, then func(yield func(), res *mcp.CallToolResult, err error)) {
 	s, err := e.supervisor(server)
 	if err != nil {
 		then(turn.YieldFunc(ctx), nil, err)
 		return
 	}
-	callID := newCallID()
-	e.bus.publish(Event{Type: EventCallStart, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: "started"})
-	start := time.Now()
-	s.call(ctx, callID, tool, args, decided, func(yield func(), res *mcp.CallToolResult, err error) {
-		status := "completed"
-		switch {
-		case errors.Is(err, context.Canceled):
-			status = "cancelled"
-		case err != nil || (res != nil && res.IsError):
-			status = "failed"
-		}
-		e.bus.publish(Event{Type: EventCallEnd, Server: s.cfg.ID, Tool: tool, CallID: callID, CallStatus: status,
-			DurationMs: time.Since(start).Milliseconds()})
-		then(yield, res, err)
-	})
+	s.call(ctx, callID, tool, args, decided, then)
 }
 
 // SetEnabled enables or disables a server and persists the choice as an

@@ -81,7 +81,7 @@ func (e *Engine) gwCall(ctx context.Context, in GatewayInput) GatewayResult {
 // a policy that denied, failed or timed out, a hold, the audit log, the
 // server's error, the answer) answers through it.
 func (e *Engine) gwCallThen(ctx context.Context, in GatewayInput, then func(yield func(), r GatewayResult)) {
-	c := &callAudit{e: e, ctx: ctx, in: in, start: time.Now()}
+	c := &callAudit{e: e, ctx: ctx, in: in, start: time.Now(), id: newCallID()}
 	// A call whose work panics is answered with an internal error by
 	// its job, which writes its record first.
 	onFault(ctx, func() { c.write(refusal(statusError, gwError("internal error"))) })
@@ -105,6 +105,7 @@ func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, t
 		then(here, *bad)
 		return
 	}
+	c.server = s.cfg.ID
 	args, rawArgs, err := in.callArguments()
 	if err != nil {
 		then(here, refusal(statusInvalid, gwError("%v", err)))
@@ -141,8 +142,10 @@ func (e *Engine) gwCallRun(ctx context.Context, in GatewayInput, c *callAudit, t
 		then(here, refusal(statusDenied, gwError("call to %s.%s refused: %s", s.cfg.ID, t.Name, strings.Join(c.d.Reasons, "; "))))
 		return
 	}
-	e.callToolThen(ctx, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
+	c.begin()
+	e.callToolThen(ctx, c.id, s.cfg.ID, t.Name, args, l.num, func(yield func(), res *mcp.CallToolResult, err error) {
 		if err != nil {
+			c.cancelled = errors.Is(err, context.Canceled)
 			then(yield, refusal(statusError, gwError("gateway error calling %s.%s: %v", s.cfg.ID, t.Name, err)))
 			return
 		}
@@ -231,6 +234,15 @@ type callAudit struct {
 	// intent is the seq of the call's intent record, when one was
 	// written (writeAhead).
 	intent int64
+	// id is the call's id: the CallID of its events and the call_id of
+	// its audit records.
+	id string
+	// server is the id of the call's server once the call named one
+	// that is configured; begun is set once its start was published
+	// (begin), and cancelled when its caller gave up on it.
+	server    string
+	begun     bool
+	cancelled bool
 	// output, cacheID and truncated are the answer's, for its hash.
 	output, cacheID string
 	truncated       bool
@@ -255,6 +267,7 @@ func (c *callAudit) write(r GatewayResult) {
 	if r.IsError && status != "failed" {
 		reason = strings.TrimPrefix(r.Text, "error: ")
 	}
+	c.end(status, took)
 	c.e.recordLater(c.ctx, func() audit.Record {
 		var rec audit.Record
 		if c.decided {
@@ -264,13 +277,70 @@ func (c *callAudit) write(r GatewayResult) {
 				Args: audit.SummarizeArgs(c.rawArgs)}
 		}
 		finishRecordAt(&rec, status, took, c.output, c.cacheID, c.truncated)
-		rec.Intent = c.intent
+		rec.Intent, rec.CallID = c.intent, c.id
 		// A decision's refusal is in its reasons; the rest say why here.
 		if reason != "" && (!c.decided || status != statusDenied) {
 			rec.Reason = reason
 		}
 		return rec
 	})
+}
+
+// tool is the call's tool and its risk: the tool found and decided,
+// else the name asked for (cleaned and capped: it is the caller's
+// input) at risk unknown.
+func (c *callAudit) tool() (string, Risk) {
+	if c.decided {
+		return c.ti.Tool.Name, c.ti.Risk
+	}
+	return output.CleanText(c.in.Tool, maxAskedToolChars), RiskUnknown
+}
+
+// maxAskedToolChars bounds the tool name of a call that names no tool
+// there is, in its events.
+const maxAskedToolChars = 128
+
+// begin publishes the call's mcp_call_start, as it is sent to its server.
+func (c *callAudit) begin() {
+	c.begun = true
+	tool, risk := c.tool()
+	c.e.bus.publish(Event{Type: EventCallStart, Server: c.server, Tool: tool, Risk: risk, CallID: c.id, CallStatus: "started"})
+}
+
+// end publishes the call's mcp_call_end, with its start first when it
+// ended before it was sent: every call of a configured server has both,
+// whatever ended it. status is the call record's. A call that names no
+// server there is has no events.
+func (c *callAudit) end(status string, took time.Duration) {
+	if c.server == "" && c.in.Server != "" {
+		// Refused before its server was looked up (voltmcp is off).
+		if s, err := c.e.supervisor(c.in.Server); err == nil {
+			c.server = s.cfg.ID
+		}
+	}
+	if c.server == "" {
+		return
+	}
+	if !c.begun {
+		c.begin()
+	}
+	tool, risk := c.tool()
+	spec, outcome := callStatus(status, c.cancelled)
+	c.e.bus.publish(Event{Type: EventCallEnd, Server: c.server, Tool: tool, Risk: risk, CallID: c.id, CallStatus: spec, Outcome: outcome,
+		DurationMs: took.Milliseconds()})
+}
+
+// callStatus maps the status of a call's record (completed, failed,
+// denied, invalid, error) to the spec's (completed, failed, cancelled),
+// with the record's as outcome when the spec's does not say it.
+func callStatus(record string, cancelled bool) (status, outcome string) {
+	switch {
+	case cancelled:
+		return "cancelled", record
+	case record == "completed", record == "failed":
+		return record, ""
+	}
+	return "failed", record
 }
 
 // writeAhead writes the intent of an allowed call of risk write,
@@ -292,7 +362,7 @@ func (e *Engine) writeAhead(ctx context.Context, c *callAudit) bool {
 	// Another process's hold on the log's lock may make it wait: this
 	// goroutine's reader, if it is one, goes on first (package turn).
 	intent := audit.Record{Kind: audit.KindCallIntent, Time: time.Now(), Server: c.ti.Server.ID, Tool: c.ti.Tool.Name,
-		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}}
+		Risk: string(c.ti.Risk), Decision: &audit.Decision{Allowed: true}, CallID: c.id}
 	seq, err := e.audit.Write(audit.WithBeforeWait(ctx, turn.YieldFunc(ctx)), intent)
 	if err != nil {
 		return e.Config().Settings.Audit.OnFailure == "allow"

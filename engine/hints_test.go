@@ -301,7 +301,7 @@ func TestCallNotSentOnAnOlderListing(t *testing.T) {
 	}
 	call := func(decided uint64) error {
 		return turn.Await(ctx, func(ctx context.Context, then func(func(), error)) {
-			e.callToolThen(ctx, "db", "records", map[string]any{}, decided, func(yield func(), _ *mcp.CallToolResult, err error) { then(yield, err) })
+			e.callToolThen(ctx, newCallID(), "db", "records", map[string]any{}, decided, func(yield func(), _ *mcp.CallToolResult, err error) { then(yield, err) })
 		})
 	}
 	old := s.currentListing().num

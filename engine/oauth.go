@@ -317,7 +317,8 @@ const revokeTimeout = 30 * time.Second
 // servers' tokens are not touched) and then, best effort, revokes the
 // tokens at the authorization server when its metadata offers a
 // revocation_endpoint (RFC 7009). It returns an error only when the
-// token file could not be removed; a failed revocation is
+// token file could not be removed; a removed token is published as
+// mcp_auth_update "logged_out". A failed revocation is
 // [LogoutResult.RevokeError], which never holds a token.
 func (e *Engine) Logout(ctx context.Context, id string) (LogoutResult, error) {
 	s, err := e.oauthSupervisor(id)
@@ -339,6 +340,7 @@ func (e *Engine) Logout(ctx context.Context, id string) (LogoutResult, error) {
 		return res, nil
 	}
 	res.Removed = true
+	s.e.bus.publish(Event{Type: EventAuthUpdate, Server: s.cfg.ID, AuthStatus: "logged_out"})
 	endpoint, err := resolveURL(s.cfg, s.e.lookup, &s.scrub)
 	var h *oauth.Handler
 	if err == nil {

@@ -146,7 +146,8 @@ func (s *supervisor) source() output.Source {
 	return output.Source{Server: s.cfg.ID, Identity: s.ident}
 }
 
-// setStatus moves to a new status if the move is legal, and publishes it.
+// setStatus moves to a new status if the move is legal, and publishes
+// the move (mcp_server_status_changed).
 func (s *supervisor) setStatus(to Status, errText string) {
 	s.mu.Lock()
 	from := s.status
@@ -166,8 +167,10 @@ func (s *supervisor) setStatus(to Status, errText string) {
 	if to == StatusReady {
 		s.lastConnectedAt = time.Now()
 	}
-	s.mu.Unlock()
+	// Published under s.mu, so that the events of a server's moves are
+	// in the order of the moves (publishing never waits).
 	s.e.bus.publish(Event{Type: EventServerStatusChanged, Server: s.cfg.ID, Status: to, Previous: from, Error: errText})
+	s.mu.Unlock()
 }
 
 func (s *supervisor) getStatus() Status {

@@ -80,6 +80,7 @@ func appendLine(b []byte, r *Record, detail []byte) ([]byte, bool) {
 	}
 	b = appendOptString(b, `,"reason":`, r.Reason)
 	b = appendOptInt(b, `,"intent":`, r.Intent)
+	b = appendOptString(b, `,"call_id":`, r.CallID)
 	if detail != nil {
 		b = append(b, `,"detail":`...)
 		b = append(b, detail...)

@@ -92,6 +92,9 @@ type Record struct {
 	// Intent, on a call record, is the seq of the call_intent record
 	// written before the call was made: the record completes it.
 	Intent int64 `json:"intent,omitempty"`
+	// CallID, on a call record and its intent, is the call's id: the
+	// callId of its events and the id of its recent call.
+	CallID string `json:"call_id,omitempty"`
 	// Detail carries what a kind needs beyond the fields above. It is
 	// written as JSON, so it reads back as plain maps, slices, strings,
 	// json.Number, booleans and nil.

@@ -333,19 +333,25 @@ type McpEvent struct {
 	Server string `json:"server,omitempty"`
 	// Status and Previous are in the spec's vocabulary, as in
 	// McpServerSummary; EngineStatus is the engine's.
-	Status       string  `json:"status,omitempty"`
-	Previous     string  `json:"previous,omitempty"`
-	EngineStatus string  `json:"engineStatus,omitempty"`
-	Error        string  `json:"error,omitempty"`
-	CallID       string  `json:"callId,omitempty"`
-	Tool         string  `json:"tool,omitempty"`
-	CallStatus   string  `json:"callStatus,omitempty"`
-	DurationMs   int64   `json:"durationMs,omitempty"`
-	Progress     float64 `json:"progress,omitempty"`
-	Total        float64 `json:"total,omitempty"`
-	Message      string  `json:"message,omitempty"`
-	AuthStatus   string  `json:"authStatus,omitempty"`
-	// Missed is set on a gap event: how many events were lost.
+	Status       string `json:"status,omitempty"`
+	Previous     string `json:"previous,omitempty"`
+	EngineStatus string `json:"engineStatus,omitempty"`
+	Error        string `json:"error,omitempty"`
+	CallID       string `json:"callId,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+	// Risk is the called tool's risk; CallStatus the spec's end status
+	// (completed, failed, cancelled) and Outcome voltmcp's audit status
+	// when it says more (denied, invalid, error).
+	Risk       string  `json:"risk,omitempty"`
+	CallStatus string  `json:"callStatus,omitempty"`
+	Outcome    string  `json:"outcome,omitempty"`
+	DurationMs int64   `json:"durationMs,omitempty"`
+	Progress   float64 `json:"progress,omitempty"`
+	Total      float64 `json:"total,omitempty"`
+	Message    string  `json:"message,omitempty"`
+	AuthStatus string  `json:"authStatus,omitempty"`
+	// Missed is set on a gap event: how many events were lost; its Seq is
+	// the last one lost.
 	Missed uint64 `json:"missed,omitempty"`
 }
 
@@ -353,7 +359,8 @@ type McpEvent struct {
 const EventSchema = "mcp_events.v1"
 
 func eventOf(ev engine.Event) McpEvent {
-	return McpEvent{Schema: EventSchema, Type: string(ev.Type), At: ev.Time.UTC().Format(time.RFC3339Nano),
+	return McpEvent{Schema: EventSchema, Seq: ev.Seq, Missed: ev.Missed, Risk: string(ev.Risk), Outcome: ev.Outcome,
+		Type: string(ev.Type), At: ev.Time.UTC().Format(time.RFC3339Nano),
 		Server: ev.Server, Status: spellStatus(ev.Status), Previous: spellStatus(ev.Previous), EngineStatus: string(ev.Status),
 		Error: ev.Error, CallID: ev.CallID, Tool: ev.Tool, CallStatus: ev.CallStatus, DurationMs: ev.DurationMs,
 		Progress: ev.Progress, Total: ev.Total, Message: ev.Message, AuthStatus: ev.AuthStatus}

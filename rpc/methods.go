@@ -463,11 +463,12 @@ func (c *connection) recentCalls(_ context.Context, _ *recentParams) (any, *Erro
 
 // subscribe starts, or restarts, the connection's event subscription.
 func (c *connection) subscribe(_ context.Context, p *subscribeParams) (any, *Error) {
+	var since uint64
 	if p.SinceSeq != nil {
-		return nil, errorf(CodeNotAvailable, "sinceSeq is not available yet: this engine numbers no events")
+		since = *p.SinceSeq
 	}
 	c.unsubscribe()
-	ch, stop := c.s.eng.Subscribe(c.s.opts.EventBuffer)
+	ch, stop := c.s.eng.SubscribeSince(since, c.s.opts.EventBuffer)
 	c.mu.Lock()
 	c.stopEvent = stop
 	c.mu.Unlock()

@@ -286,12 +286,67 @@ func TestEventsAreNotifications(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339Nano, p["at"].(string)); err != nil {
 			t.Fatalf("event at: %v", err)
 		}
+		if _, ok := p["seq"].(float64); !ok {
+			t.Fatalf("event without seq: %v", p)
+		}
 		if p["type"] == "mcp_server_status_changed" && p["status"] == "ready" {
 			break
 		}
 	}
 	if res := c.call("unsubscribe_mcp_events", nil); res["unsubscribed"] != true {
 		t.Errorf("unsubscribe: %v", res)
+	}
+	// Back with sinceSeq 1: the events after the first are replayed,
+	// from seq 2. Far ahead of the engine: one gap.
+	c.call("subscribe_mcp_events", map[string]any{"sinceSeq": 1})
+	if ev := c.event(); ev["seq"] != float64(2) {
+		t.Errorf("first replayed event %v, want seq 2", ev)
+	}
+	c.call("subscribe_mcp_events", map[string]any{"sinceSeq": 1 << 40})
+	if ev := c.event(); ev["type"] != "gap" || ev["missed"] == nil {
+		t.Errorf("event after a sinceSeq ahead of the engine: %v, want a gap", ev)
+	}
+}
+
+// event reads up to the next event and returns its params.
+func (c *client) event() map[string]any {
+	c.t.Helper()
+	for {
+		line, err := c.r.ReadBytes('\n')
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			c.t.Fatal(err)
+		}
+		if m["method"] == "mcp_event" {
+			return m["params"].(map[string]any)
+		}
+	}
+}
+
+func TestSubscriberThatNeverReadsSlowsNoCall(t *testing.T) {
+	eng := newEngine(t)
+	srv := NewServer(eng, &Options{WriteTimeout: 200 * time.Millisecond, EventBuffer: 1})
+	a, b := net.Pipe()
+	defer a.Close()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), b) }()
+	if _, err := a.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"subscribe_mcp_events"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The subscriber reads nothing, not even its answer. Another client
+	// calls, each call publishing events the subscriber never takes.
+	c := dial(t, srv)
+	for i := 0; i < 20; i++ {
+		res := c.call("call_mcp_tool", map[string]any{"id": "demo", "tool": "echo", "arguments": map[string]any{"text": fmt.Sprint(i)}})
+		if res["status"] != "completed" {
+			t.Fatalf("call %d: %v", i, res)
+		}
+	}
+	if err := <-done; !errors.Is(err, ErrWriteTimeout) {
+		t.Fatalf("the subscriber's Serve: %v, want ErrWriteTimeout", err)
 	}
 }
 

@@ -19,7 +19,7 @@ const (
 	DefaultMaxLineBytes = 4 << 20
 	DefaultMaxInFlight  = 16
 	DefaultWriteTimeout = 10 * time.Second
-	DefaultEventBuffer  = 1024
+	DefaultEventBuffer  = 256
 )
 
 // Options configure a [Server]. The zero value of each field is usable
@@ -39,10 +39,12 @@ type Options struct {
 	// dropped (its connection closed), so that nothing waits on it
 	// forever. Zero: [DefaultWriteTimeout].
 	WriteTimeout time.Duration
-	// EventBuffer is how many events a subscription queues for a
-	// connection that has not written them yet; past it the engine
-	// drops them and the subscriber gets a gap event instead. Zero:
-	// [DefaultEventBuffer].
+	// EventBuffer is how many events a subscription's channel holds for
+	// a connection that has not written them yet. Past it the engine
+	// keeps them in its ring of the last events until the connection
+	// takes them, and those that leave the ring meanwhile reach it as
+	// one gap event ([engine.Engine.SubscribeSince]): the engine never
+	// waits for a subscriber. Zero: [DefaultEventBuffer].
 	EventBuffer int
 	// Auth runs start_mcp_server_auth and the other auth methods: the
 	// process that builds the engine passes its [Auth.Authorize] and

@@ -108,8 +108,40 @@ deny contains "never" if count([x | some x in numbers.range(1, 200000)]) < 0
 				e.gatewayRun(ctx, raw)
 				want = append(want, c, c)
 			}
+			// The recent calls of every configured server, by id.
+			recent := map[string]RecentCall{}
+			for id := range servers {
+				calls, err := e.RecentCalls(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rc := range calls {
+					recent[rc.ID] = rc
+				}
+			}
 			e.Close()
 			recs := auditRecords(t, opts, audit.Query{Kind: audit.KindCall})
+			// Each call of a configured server is one recent call, with
+			// the id, status and outcome of its record: both are made at
+			// the one place a call's record is (callAudit).
+			mine := 0
+			for _, r := range recs {
+				if _, ok := servers[r.Server]; !ok {
+					continue
+				}
+				mine++
+				rc, ok := recent[r.CallID]
+				status, outcome := callStatus(r.Status, false)
+				if !ok || r.CallID == "" || rc.Server != r.Server || rc.Status != status || rc.Outcome != outcome {
+					t.Errorf("record %s.%s %s (call %q) is recent call %+v", r.Server, r.Tool, r.Status, r.CallID, rc)
+				}
+				if outcome != "" && rc.Reason == "" {
+					t.Errorf("recent call %+v says no reason", rc)
+				}
+			}
+			if mine != len(recent) {
+				t.Errorf("%d call records of configured servers, %d recent calls", mine, len(recent))
+			}
 			if len(recs) != len(want) {
 				for _, r := range recs {
 					t.Logf("record: %s.%s %s %v %q", r.Server, r.Tool, r.Status, r.Decision, r.Reason)

@@ -169,6 +169,11 @@ type Options struct {
 	// systems are left as they are. Set it in a program that must stay
 	// debuggable and starts no server it does not trust.
 	KeepDumpable bool
+	// RecentCalls is how many of each server's latest calls the Engine
+	// keeps for [Engine.RecentCalls] and [Engine.Server], and reads back
+	// from the audit log for [Engine.LoggedRecentCalls]. Zero or less:
+	// [DefaultRecentCalls] (50).
+	RecentCalls int
 	// EventBuffer is how many of the last events the Engine keeps for
 	// subscribers that come back ([Engine.SubscribeSince]) or fall behind.
 	// Zero or less: [DefaultEventBuffer] (1,000), the spec's minimum;
@@ -197,6 +202,7 @@ type Engine struct {
 	version string
 	cache   cacheStore
 	bus     bus
+	recent  *recentBook // each server's latest calls (recent.go)
 	schema  *cue.Schema
 
 	ixMu    sync.Mutex // guards the search index cache
@@ -282,6 +288,7 @@ func newEngine(ctx context.Context, opts Options) (*Engine, error) {
 		e.httpBase = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	e.bus = newBus(opts.EventBuffer)
+	e.recent = newRecentBook(opts.RecentCalls)
 	e.instance = rand.Text()
 	e.viaKey = []byte(rand.Text())
 	e.version = "(devel)"
@@ -681,6 +688,7 @@ func (e *Engine) Reload(ctx context.Context) error {
 		}
 	}
 	e.cfg, e.load, e.servers = cfg, res, next
+	e.recent.retain(func(id string) bool { _, ok := next[id]; return ok })
 	e.ptrust.Store(newProjectTrust(e.opts.Surface, e.ws, res))
 	e.setOff(cfg)
 	old := e.guard.Swap(newGuard(e, cfg))

@@ -167,6 +167,9 @@ func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 		if err != nil {
 			return gwError("%v", err)
 		}
+		// The model gets the latest few calls, as every summary of
+		// Servers has them; the rest would cost it tokens for little.
+		sum.RecentCalls = sum.RecentCalls[:min(len(sum.RecentCalls), SummaryRecentCalls)]
 		return gwOK(sum, jsonText(sum))
 	}
 	counts := map[Status]int{}

@@ -243,6 +243,8 @@ type callAudit struct {
 	server    string
 	begun     bool
 	cancelled bool
+	// recent is the call among its server's recent calls, once begun.
+	recent recentRef
 	// output, cacheID and truncated are the answer's, for its hash.
 	output, cacheID string
 	truncated       bool
@@ -267,7 +269,7 @@ func (c *callAudit) write(r GatewayResult) {
 	if r.IsError && status != "failed" {
 		reason = strings.TrimPrefix(r.Text, "error: ")
 	}
-	c.end(status, took)
+	c.end(status, reason, took)
 	c.e.recordLater(c.ctx, func() audit.Record {
 		var rec audit.Record
 		if c.decided {
@@ -287,8 +289,11 @@ func (c *callAudit) write(r GatewayResult) {
 }
 
 // tool is the call's tool and its risk: the tool found and decided,
-// else the name asked for (cleaned and capped: it is the caller's
-// input) at risk unknown.
+// else the name asked for, cleaned and capped, at risk unknown. The
+// name asked for is the caller's input, which may hold anything: the
+// recent call keeps it for the audit log's redactor to redact when it
+// is read, as the call's record is; its events carry it scrubbed of the
+// config's secrets (eventTool), since publishing waits for nothing.
 func (c *callAudit) tool() (string, Risk) {
 	if c.decided {
 		return c.ti.Tool.Name, c.ti.Risk
@@ -296,22 +301,36 @@ func (c *callAudit) tool() (string, Risk) {
 	return output.CleanText(c.in.Tool, maxAskedToolChars), RiskUnknown
 }
 
+// eventTool is tool for the call's events.
+func (c *callAudit) eventTool() (string, Risk) {
+	name, risk := c.tool()
+	if g := c.e.guard.Load(); g != nil && !c.decided {
+		name = g.secrets.Text(name)
+	}
+	return name, risk
+}
+
 // maxAskedToolChars bounds the tool name of a call that names no tool
 // there is, in its events.
 const maxAskedToolChars = 128
 
-// begin publishes the call's mcp_call_start, as it is sent to its server.
+// begin publishes the call's mcp_call_start, as it is sent to its
+// server, and adds it to the server's recent calls as started.
 func (c *callAudit) begin() {
 	c.begun = true
 	tool, risk := c.tool()
+	c.recent = c.e.recent.add(RecentCall{ID: c.id, Timestamp: c.start, Server: c.server, Tool: tool, Risk: risk, Status: "started", asked: !c.decided})
+	tool, risk = c.eventTool()
 	c.e.bus.publish(Event{Type: EventCallStart, Server: c.server, Tool: tool, Risk: risk, CallID: c.id, CallStatus: "started"})
 }
 
 // end publishes the call's mcp_call_end, with its start first when it
 // ended before it was sent: every call of a configured server has both,
-// whatever ended it. status is the call record's. A call that names no
-// server there is has no events.
-func (c *callAudit) end(status string, took time.Duration) {
+// whatever ended it, and is one of its recent calls, updated here with
+// its end. status and reason are the call record's. A call that names
+// no server there is has neither events nor a recent call (its audit
+// record has it).
+func (c *callAudit) end(status, reason string, took time.Duration) {
 	if c.server == "" && c.in.Server != "" {
 		// Refused before its server was looked up (voltmcp is off).
 		if s, err := c.e.supervisor(c.in.Server); err == nil {
@@ -324,8 +343,15 @@ func (c *callAudit) end(status string, took time.Duration) {
 	if !c.begun {
 		c.begin()
 	}
-	tool, risk := c.tool()
+	tool, risk := c.eventTool()
 	spec, outcome := callStatus(status, c.cancelled)
+	c.e.recent.update(c.recent, func(rc *RecentCall) {
+		rc.Status, rc.Outcome, rc.DurationMs = spec, outcome, took.Milliseconds()
+		rc.OutputBytes, rc.Truncated = int64(len(c.output)), c.truncated
+		if spec != "completed" {
+			rc.Reason = capReason(reason)
+		}
+	})
 	c.e.bus.publish(Event{Type: EventCallEnd, Server: c.server, Tool: tool, Risk: risk, CallID: c.id, CallStatus: spec, Outcome: outcome,
 		DurationMs: took.Milliseconds()})
 }

@@ -178,15 +178,8 @@ func (e *Engine) recordLater(ctx context.Context, build func() audit.Record) {
 func (e *Engine) newAuditQueue() *auditq.Queue {
 	return auditq.NewQueue(audit.DefaultPath(e.opts.AgentDir), &auditq.QueueOptions{
 		Workspace: e.workspace(), Session: e.session, Surface: string(e.opts.Surface),
-		Redactor: func() auditq.Redactor {
-			if g := e.guard.Load(); g != nil {
-				if red := g.redactor(); red != nil {
-					return red
-				}
-			}
-			return nil
-		},
-		Logger: e.log,
+		Redactor: e.auditRedactor,
+		Logger:   e.log,
 		OnFailing: func(err error) {
 			e.log.Error("audit log cannot be written; calls of risk write, destructive or unknown are refused until it can (settings.audit.onFailure)", "err", err)
 			e.bus.publish(Event{Type: EventAuditError, Error: err.Error()})
@@ -196,6 +189,19 @@ func (e *Engine) newAuditQueue() *auditq.Queue {
 			e.bus.publish(Event{Type: EventAuditResumed})
 		},
 	})
+}
+
+// auditRedactor returns the redactor of the audit log: the redact
+// decision of the current config, nil before there is one. What leaves
+// the engine beside a record and holds what the record holds (a recent
+// call's reason) goes through it too.
+func (e *Engine) auditRedactor() auditq.Redactor {
+	if g := e.guard.Load(); g != nil {
+		if red := g.redactor(); red != nil {
+			return red
+		}
+	}
+	return nil
 }
 
 // AuditState is the health of the audit log in the status action.

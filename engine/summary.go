@@ -69,6 +69,10 @@ type ServerSummary struct {
 	LogError     string         `json:"logError,omitempty"`
 	StderrBytes  int64          `json:"stderrBytes,omitempty"`
 	Capabilities SummaryActions `json:"capabilities"`
+	// RecentCalls are the server's latest calls through this Engine,
+	// newest first: all it keeps from [Engine.Server], the last
+	// [SummaryRecentCalls] from [Engine.Servers]. Never nil.
+	RecentCalls []RecentCall `json:"recentCalls"`
 }
 
 // ToolCount counts a server's tools: those in the cache, and those of
@@ -102,9 +106,13 @@ func (e *Engine) Servers() []ServerSummary {
 	for _, s := range sups {
 		sum := s.summary(persist)
 		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
+		sum.RecentCalls = e.recentCalls(s.cfg.ID, SummaryRecentCalls)
 		out = append(out, sum)
 	}
-	out = append(out, untrusted...)
+	for _, sum := range untrusted {
+		sum.RecentCalls = []RecentCall{}
+		out = append(out, sum)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
@@ -113,6 +121,7 @@ func (e *Engine) Servers() []ServerSummary {
 // (see [Engine.Servers]).
 func (e *Engine) Server(id string) (ServerSummary, error) {
 	if sum, ok := e.untrustedServer(id); ok {
+		sum.RecentCalls = []RecentCall{}
 		return sum, nil
 	}
 	s, err := e.supervisor(id)
@@ -121,6 +130,7 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 	}
 	sum := s.summary(e.opts.Config == nil)
 	sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
+	sum.RecentCalls = e.recentCalls(s.cfg.ID, e.recent.size)
 	return sum, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -460,20 +461,25 @@ func TestCanarySecretsNeverReachDisk(t *testing.T) {
 	t.Parallel()
 	const canary = "sk-CANARY-7f3a9c"
 	redact := func(s string) string { return strings.ReplaceAll(s, canary, "[redacted]") }
-	l, path := openLog(t, &audit.Options{Redact: redact, MaxFileBytes: 2 << 10})
+	l, path := openLog(t, &audit.Options{Redact: redact, MaxFileBytes: 2 << 10, MaxFiles: -1})
 	type custom struct {
 		Token string            `json:"token"`
 		Env   map[string]string `json:"env"`
 	}
 	for i := range 20 {
 		r := audit.Record{
-			Kind: audit.KindCall, Workspace: canary, Session: canary, Surface: canary, Server: canary,
-			Tool: canary, Resource: canary, Prompt: canary, Risk: canary, Status: canary,
-			ResultSHA256: canary, CacheID: canary,
 			Args:     map[string]string{canary: canary, "k": "v" + canary},
 			Decision: &audit.Decision{Reasons: []string{"token " + canary + " denied"}},
 			Detail: map[string]any{canary: canary, "n": i, "nested": []any{map[string]any{"x": canary}},
 				"custom": custom{Token: canary, Env: map[string]string{canary: "1"}}},
+		}
+		// Every string field, the ones added later included, holds it
+		// (Prev is the log's own).
+		v := reflect.ValueOf(&r).Elem()
+		for j := range v.NumField() {
+			if f := v.Field(j); f.Kind() == reflect.String && v.Type().Field(j).Name != "Prev" {
+				f.SetString(canary)
+			}
 		}
 		if err := l.Append(context.Background(), r); err != nil {
 			t.Fatal(err)

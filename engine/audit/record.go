@@ -214,8 +214,7 @@ func prepare(r Record, now func() time.Time, redact func(string) string) Record 
 	if redact == nil {
 		return r
 	}
-	for _, s := range []*string{&r.Kind, &r.Workspace, &r.Session, &r.Surface, &r.Server, &r.Tool,
-		&r.Resource, &r.Prompt, &r.Risk, &r.Status, &r.ResultSHA256, &r.CacheID} {
+	for _, s := range r.strings() {
 		*s = redact(*s)
 	}
 	if r.Args != nil {
@@ -233,6 +232,14 @@ func prepare(r Record, now func() time.Time, redact func(string) string) Record 
 		r.Decision = &d
 	}
 	return r
+}
+
+// strings returns the record's own string fields (Prev, the log's
+// hash, aside): the one list redaction and shrinking go through, which a
+// test holds to every string field of Record.
+func (r *Record) strings() []*string {
+	return []*string{&r.Kind, &r.Workspace, &r.Session, &r.Surface, &r.Server, &r.Tool,
+		&r.Resource, &r.Prompt, &r.Risk, &r.Status, &r.ResultSHA256, &r.CacheID, &r.Reason, &r.CallID}
 }
 
 // detailErrorKey and detailErrorText make the note that stands in for a
@@ -450,8 +457,7 @@ const (
 // Detail replaced by a note of what happened. The audit event itself is
 // worth more than its full text.
 func shrink(r Record, size int) Record {
-	for _, s := range []*string{&r.Kind, &r.Workspace, &r.Session, &r.Surface, &r.Server, &r.Tool,
-		&r.Resource, &r.Prompt, &r.Risk, &r.Status, &r.ResultSHA256, &r.CacheID} {
+	for _, s := range r.strings() {
 		*s = clip(*s, shrinkString)
 	}
 	if len(r.Args) > 0 {

@@ -96,10 +96,39 @@ type McpRecentCallSummary struct {
 	// Risk is "read", "write", "destructive" or "unknown".
 	Risk string `json:"risk"`
 	// Status is "started", "completed", "failed" or "cancelled".
-	Status      string `json:"status"`
+	Status string `json:"status"`
+	// DurationMs, OutputBytes and Truncated are set once the call ended.
 	DurationMs  *int64 `json:"durationMs,omitempty"`
 	OutputBytes *int64 `json:"outputBytes,omitempty"`
 	Truncated   *bool  `json:"truncated,omitempty"`
+
+	// Outcome is voltmcp's audit status when Status does not say it:
+	// denied, invalid or error. Reason says why a call that did not
+	// complete ended as it did, scrubbed as its audit record is.
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// recentCallOf converts one recent call.
+func recentCallOf(c engine.RecentCall) McpRecentCallSummary {
+	out := McpRecentCallSummary{ID: c.ID, Timestamp: c.Timestamp.UTC().Format(time.RFC3339Nano), Server: c.Server, Tool: c.Tool,
+		Risk: string(c.Risk), Status: c.Status, Outcome: c.Outcome, Reason: c.Reason}
+	if out.Risk == "" {
+		out.Risk = string(engine.RiskUnknown)
+	}
+	if c.Status != "started" {
+		d, n, tr := c.DurationMs, c.OutputBytes, c.Truncated
+		out.DurationMs, out.OutputBytes, out.Truncated = &d, &n, &tr
+	}
+	return out
+}
+
+func recentCallsOf(list []engine.RecentCall) []McpRecentCallSummary {
+	out := make([]McpRecentCallSummary, 0, len(list))
+	for _, c := range list {
+		out = append(out, recentCallOf(c))
+	}
+	return out
 }
 
 // spellTransport is a transport in the spec's spelling.
@@ -145,7 +174,7 @@ func summaryOf(s engine.ServerSummary, auth *engine.AuthInfo, flow string, canAu
 		Enabled: s.Enabled, ActiveInSession: active, Transport: spellTransport(s.Transport),
 		Lifecycle: spellLifecycle(s.Lifecycle), Status: spellStatus(s.Status), AuthState: authStateOf(s, auth, flow),
 		ToolCounts: McpToolCounts{Cached: s.ToolCounts.Cached}, ResourceCount: s.Resources, PromptCount: s.Prompts,
-		RecentCalls: []McpRecentCallSummary{}, LastError: s.LastError, LastConnectedAt: rfc3339(s.LastConnectedAt),
+		RecentCalls: recentCallsOf(s.RecentCalls), LastError: s.LastError, LastConnectedAt: rfc3339(s.LastConnectedAt),
 		Capabilities: McpCapabilities{CanEnable: s.Capabilities.CanEnable, CanConnect: s.Capabilities.CanConnect,
 			CanDisconnect: s.Capabilities.CanDisconnect, CanRefresh: s.Capabilities.CanRefresh,
 			CanAuthenticate:   canAuth && auth != nil && s.Capabilities.CanRefresh,

@@ -173,9 +173,7 @@ func (c *connection) convert(s engine.ServerSummary) McpServerSummary {
 	if info, err := c.s.eng.AuthStatus(s.ID); err == nil {
 		auth = &info
 	}
-	out := summaryOf(s, auth, c.s.opts.Auth.state(s.ID), c.s.opts.Auth != nil)
-	out.RecentCalls = c.recent(s.ID)
-	return out
+	return summaryOf(s, auth, c.s.opts.Auth.state(s.ID), c.s.opts.Auth != nil)
 }
 
 func (c *connection) listServers(_ context.Context, _ *noParams) (any, *Error) {
@@ -454,11 +452,26 @@ func (c *connection) completeAuth(ctx context.Context, p *completeAuthParams) (a
 	return v, nil
 }
 
-// recent is the server's recent calls, for its summary.
-func (c *connection) recent(string) []McpRecentCallSummary { return []McpRecentCallSummary{} }
-
-func (c *connection) recentCalls(_ context.Context, _ *recentParams) (any, *Error) {
-	return nil, errorf(CodeNotAvailable, "list_mcp_recent_calls is not available yet: this engine keeps no recent calls")
+// recentCalls lists the recent calls of one server, or of every server
+// when no id is given, newest first.
+func (c *connection) recentCalls(_ context.Context, p *recentParams) (any, *Error) {
+	ids := []string{p.ID}
+	if p.ID == "" {
+		ids = ids[:0]
+		for _, s := range c.s.eng.Servers() {
+			ids = append(ids, s.ID)
+		}
+	}
+	var all []engine.RecentCall
+	for _, id := range ids {
+		list, err := c.s.eng.RecentCalls(id)
+		if err != nil {
+			return nil, serverError(id, err)
+		}
+		all = append(all, list...)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Timestamp.After(all[j].Timestamp) })
+	return map[string]any{"calls": recentCallsOf(all)}, nil
 }
 
 // subscribe starts, or restarts, the connection's event subscription.

@@ -337,6 +337,9 @@ func TestRPCEveryMethod(t *testing.T) {
 	checkRecentCalls(t, rc)
 	sum = p.result("get_mcp_server", map[string]any{"id": "demo"})
 	checkSummary(t, "get_mcp_server", sum)
+	if calls, _ := sum["recentCalls"].([]any); len(calls) != 1 {
+		t.Errorf("get_mcp_server's recentCalls after one call: %v", sum["recentCalls"])
+	}
 	sum = p.result("disconnect_mcp_server", map[string]any{"id": "demo"})
 	if sum["status"] != "disconnected" || sum["activeInSession"] != false {
 		t.Errorf("after disconnect: %v", sum)
@@ -369,19 +372,16 @@ func TestRPCEveryMethod(t *testing.T) {
 	}
 }
 
-// checkRecentCalls checks list_mcp_recent_calls' answer: the calls in the
-// spec's DTO, or, while the engine keeps none, an error that says so.
+// checkRecentCalls checks list_mcp_recent_calls' answer: the calls made,
+// newest first, in the spec's DTO.
 func checkRecentCalls(t *testing.T, m map[string]any) {
 	t.Helper()
 	if e, _ := m["error"].(map[string]any); e != nil {
-		if !strings.Contains(fmt.Sprint(e["message"]), "not available yet") {
-			t.Errorf("list_mcp_recent_calls: %v", e)
-		}
-		return
+		t.Fatalf("list_mcp_recent_calls: %v", e)
 	}
 	calls, _ := m["result"].(map[string]any)["calls"].([]any)
-	if len(calls) == 0 {
-		t.Errorf("list_mcp_recent_calls after three calls: %v", m)
+	if len(calls) != 1 || calls[0].(map[string]any)["tool"] != "add" || calls[0].(map[string]any)["status"] != "completed" {
+		t.Errorf("list_mcp_recent_calls after one call of add: %v", m)
 	}
 	for i, c := range calls {
 		checkSpec(t, fmt.Sprintf("recentCalls[%d]", i), c.(map[string]any), specRecentCall)

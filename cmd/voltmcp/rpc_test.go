@@ -204,6 +204,12 @@ func (p *rpcProcess) read() (map[string]any, string) {
 			p.t.Fatalf("answer %q: jsonrpc is not 2.0", line)
 		}
 		if m["method"] == "mcp_event" {
+			if path := os.Getenv("VOLTMCP_RPC_TRANSCRIPT"); path != "" {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					fmt.Fprintf(f, "! %s", line)
+					f.Close()
+				}
+			}
 			continue
 		}
 		return m, line

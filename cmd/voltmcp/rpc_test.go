@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/oauthtest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // The RPC client of these tests is written from the behaviour spec's
@@ -159,6 +161,12 @@ func startRPC(t *testing.T, servers map[string]any, env ...string) *rpcProcess {
 	}
 	cmd := cliCommand("rpc", "--home", filepath.Join(dir, "home"), "--project", dir, "--approve")
 	cmd.Env = append(cmd.Env, env...)
+	return runRPC(t, cmd)
+}
+
+// runRPC starts cmd, a voltmcp rpc, with pipes to talk to it.
+func runRPC(t *testing.T, cmd *exec.Cmd) *rpcProcess {
+	t.Helper()
 	p := &rpcProcess{t: t, cmd: cmd, stderr: &strings.Builder{}}
 	cmd.Stderr = p.stderr
 	in, err := cmd.StdinPipe()
@@ -468,5 +476,83 @@ func TestRPCClientDisconnectsMidCall(t *testing.T) {
 	p.in.Close()
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("voltmcp rpc after the client left: %v (stderr: %s)", err, p.stderr)
+	}
+}
+
+func TestRPCAuthFlows(t *testing.T) {
+	const secret = "client_secret_canary_rpc_0123456789"
+	dev := oauthtest.New(t, &oauthtest.Options{Device: true, DeviceInterval: 1})
+	web := oauthtest.New(t, &oauthtest.Options{ClientID: "voltmcp-test", ClientSecret: secret, NoRegistration: true})
+	home, _ := oauthServers(t, nil, map[string]*oauthtest.Server{"dev": dev, "web": web}, map[string]map[string]any{
+		"dev": {"flow": "device"},
+		"web": {"flow": "browser", "clientId": "voltmcp-test", "clientSecret": "${env:CLIENT_SECRET}", "issuer": web.Issuer},
+	})
+	cmd := cliCommand("rpc", "--home", home, "--project", t.TempDir())
+	cmd.Env = append(cmd.Env, "HOME="+home, "CLIENT_SECRET="+secret)
+	p := runRPC(t, cmd)
+	p.result("subscribe_mcp_events", nil)
+	authState := func(id string) string {
+		return fmt.Sprint(p.result("get_mcp_server", map[string]any{"id": id})["authState"])
+	}
+	if got := authState("dev"); got != "required" {
+		t.Errorf("dev before login: authState %s, want required", got)
+	}
+
+	// The device flow: the page and the code to show, then the engine
+	// polls until the user approves.
+	f := p.result("start_mcp_server_auth", map[string]any{"id": "dev"})
+	code, _ := f["userCode"].(string)
+	if f["state"] != "pending" || f["flow"] != "device" || code == "" || !strings.HasPrefix(fmt.Sprint(f["verificationUri"]), "https://") {
+		t.Fatalf("start_mcp_server_auth (device): %v", f)
+	}
+	if got := authState("dev"); got != "pending" {
+		t.Errorf("dev while the user is asked: authState %s, want pending", got)
+	}
+	if err := dev.ApproveDevice(code); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the device flow to end", func() bool {
+		return p.result("poll_mcp_server_auth", map[string]any{"id": "dev"})["state"] != "pending"
+	})
+	if f := p.result("poll_mcp_server_auth", map[string]any{"id": "dev"}); f["state"] != "authenticated" {
+		t.Fatalf("poll_mcp_server_auth after approval: %v", f)
+	}
+	if got := authState("dev"); got != "authenticated" {
+		t.Errorf("dev after login: authState %s", got)
+	}
+
+	// The browser flow: the host opens the URL and hands back the
+	// redirect it reached.
+	f = p.result("start_mcp_server_auth", map[string]any{"id": "web"})
+	authURL, _ := f["authorizationUrl"].(string)
+	if f["state"] != "pending" || f["flow"] != "browser" || authURL == "" {
+		t.Fatalf("start_mcp_server_auth (browser): %v", f)
+	}
+	f = p.result("complete_mcp_server_auth", map[string]any{"id": "web", "callbackUrl": approve(t, authURL)})
+	if f["state"] != "authenticated" {
+		t.Fatalf("complete_mcp_server_auth: %v", f)
+	}
+	if got := authState("web"); got != "authenticated" {
+		t.Errorf("web after login: authState %s", got)
+	}
+
+	// Logged out, a new flow can be cancelled.
+	if lo := p.result("logout_mcp_server", map[string]any{"id": "web"}); lo["removed"] != true {
+		t.Errorf("logout_mcp_server: %v", lo)
+	}
+	p.result("disconnect_mcp_server", map[string]any{"id": "web"})
+	if f := p.result("start_mcp_server_auth", map[string]any{"id": "web"}); f["state"] != "pending" {
+		t.Fatalf("start_mcp_server_auth after logout: %v", f)
+	}
+	if f := p.result("cancel_mcp_server_auth", map[string]any{"id": "web"}); f["state"] != "cancelled" {
+		t.Errorf("cancel_mcp_server_auth: %v", f)
+	}
+	if got := authState("web"); got != "required" {
+		t.Errorf("web after a cancelled login: authState %s, want required", got)
+	}
+	for _, where := range []struct{ name, text string }{{"an answer or event", p.seen.String()}, {"stderr", p.stderr.String()}} {
+		if strings.Contains(where.text, secret) {
+			t.Errorf("%s holds the client secret", where.name)
+		}
 	}
 }

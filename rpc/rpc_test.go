@@ -267,6 +267,8 @@ func TestEventsAreNotifications(t *testing.T) {
 	c := dial(t, srv)
 	c.call("subscribe_mcp_events", nil)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"connect_mcp_server","params":{"id":"demo"}}`)
+	// The answer and the events come in either order.
+	answered := false
 	for {
 		line, err := c.r.ReadBytes('\n')
 		if err != nil {
@@ -277,6 +279,7 @@ func TestEventsAreNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m["method"] != "mcp_event" {
+			answered = answered || m["id"] == float64(1)
 			continue
 		}
 		p := m["params"].(map[string]any)
@@ -292,6 +295,9 @@ func TestEventsAreNotifications(t *testing.T) {
 		if p["type"] == "mcp_server_status_changed" && p["status"] == "ready" {
 			break
 		}
+	}
+	for !answered {
+		answered = c.read()["id"] == float64(1)
 	}
 	if res := c.call("unsubscribe_mcp_events", nil); res["unsubscribed"] != true {
 		t.Errorf("unsubscribe: %v", res)

@@ -141,6 +141,37 @@ type rpcProcess struct {
 	next   int
 	// seen is every line read, events included.
 	seen strings.Builder
+	// home is the --home of the process, when startRPC made it.
+	home string
+}
+
+// end closes the process's stdin and waits for it to exit.
+func (p *rpcProcess) end() {
+	p.t.Helper()
+	p.in.Close()
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Fatalf("voltmcp rpc: %v (stderr: %s)", err, p.stderr)
+	}
+}
+
+// auditCalls are the call records of the audit log under home.
+func auditCalls(t *testing.T, home string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(home, ".volt", "agent", "audit", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if rec["kind"] == "call" {
+			out = append(out, rec)
+		}
+	}
+	return out
 }
 
 // startRPC starts `voltmcp rpc` on a project whose servers are given, in
@@ -161,7 +192,9 @@ func startRPC(t *testing.T, servers map[string]any, env ...string) *rpcProcess {
 	}
 	cmd := cliCommand("rpc", "--home", filepath.Join(dir, "home"), "--project", dir, "--approve")
 	cmd.Env = append(cmd.Env, env...)
-	return runRPC(t, cmd)
+	p := runRPC(t, cmd)
+	p.home = filepath.Join(dir, "home")
+	return p
 }
 
 // runRPC starts cmd, a voltmcp rpc, with pipes to talk to it.
@@ -379,6 +412,11 @@ func TestRPCEveryMethod(t *testing.T) {
 	}
 	p.result("unsubscribe_mcp_events", nil)
 
+	// The one call through the RPC left one call record.
+	p.end()
+	if calls := auditCalls(t, p.home); len(calls) != 1 || calls[0]["tool"] != "add" || calls[0]["status"] != "completed" {
+		t.Errorf("audit call records: %v, want one of add, completed", calls)
+	}
 	for _, where := range []struct{ name, text string }{{"an answer or event", p.seen.String()}, {"stderr", p.stderr.String()}} {
 		if i := strings.Index(where.text, rpcCanary); i >= 0 {
 			t.Errorf("%s holds the secret canary: ...%s...", where.name, where.text[max(0, i-300):min(len(where.text), i+100)])
@@ -473,9 +511,10 @@ func TestRPCClientDisconnectsMidCall(t *testing.T) {
 	}
 	// The client goes away: the call is cancelled and the process ends
 	// cleanly, without waiting for the ten minutes.
-	p.in.Close()
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("voltmcp rpc after the client left: %v (stderr: %s)", err, p.stderr)
+	p.end()
+	// The call was cancelled, and audited once as such.
+	if calls := auditCalls(t, p.home); len(calls) != 1 || calls[0]["tool"] != "slow" || calls[0]["status"] == "completed" {
+		t.Errorf("audit call records: %v, want one of slow, not completed", calls)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,13 @@ func TestBadRequests(t *testing.T) {
 				t.Errorf("answer %v, want code %v with %q", m, tc.code, tc.want)
 			}
 		})
+	}
+	// A notification (no id) runs without an answer: the next answer is
+	// the next request's.
+	c.send(`{"jsonrpc":"2.0","method":"get_mcp_server","params":{"id":"demo"}}`)
+	c.send(`{"jsonrpc":"2.0","id":"next","method":"get_mcp_server","params":{"id":"demo"}}`)
+	if m := c.read(); m["id"] != "next" {
+		t.Errorf("answer after a notification: %v", m)
 	}
 	// The connection still works.
 	if res := c.call("list_mcp_servers", nil); len(res["servers"].([]any)) != 1 {
@@ -375,17 +383,50 @@ func FuzzDecode(f *testing.F) {
 		if req.Method == "" {
 			t.Fatal("accepted a request without a method")
 		}
-		m, ok := methodsByName[req.Method]
-		if !ok {
-			return
-		}
-		_ = m
 		for _, dst := range paramTypes() {
-			if perr := decodeParams(req.Params, dst); perr != nil && (perr.Code == 0 || perr.Message == "") {
-				t.Fatalf("params error without code or message: %+v", perr)
+			perr := decodeParams(req.Params, dst)
+			if perr != nil {
+				if perr.Code == 0 || perr.Message == "" {
+					t.Fatalf("params error without code or message: %+v", perr)
+				}
+				continue
 			}
+			// Accepted params have each top-level key once, spelled
+			// as a field of dst, and encoding/json reads them alike.
+			checkAccepted(t, req.Params, dst)
 		}
 	})
+}
+
+// checkAccepted checks params that decodeParams accepted into dst, by
+// other means than its own: no top-level key twice, each one a json name
+// of dst's fields, exactly.
+func checkAccepted(t *testing.T, raw json.RawMessage, dst any) {
+	t.Helper()
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		t.Fatalf("accepted params %s that encoding/json refuses: %v", raw, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	_, _ = dec.Token()
+	keys := 0
+	for dec.More() {
+		k, _ := dec.Token()
+		keys++
+		if _, ok := fieldsOf(reflect.TypeOf(dst).Elem()).types[k.(string)]; !ok {
+			t.Fatalf("accepted params %s with key %q, no field of %T", raw, k, dst)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys != len(members) {
+		t.Fatalf("accepted params %s with a duplicate key", raw)
+	}
 }
 
 // paramTypes are a fresh value of every params type.

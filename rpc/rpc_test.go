@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -462,5 +464,52 @@ func exampleRequests() []string {
 		`{"jsonrpc":"2.0","id":22,"method":"call_mcp_tool","params":{"id":"github","tool":"search_issues","arguments":{"q":"bug"}}}`,
 		`{"jsonrpc":"2.0","id":23,"method":"list_mcp_pins","params":{"id":"github"}}`,
 		`{"jsonrpc":"2.0","id":24,"method":"approve_mcp_server","params":{"id":"github","tools":["search_issues"]}}`,
+	}
+}
+
+// endless is a reader of n bytes of 'x', then tail.
+type endless struct {
+	n    int
+	tail string
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.n == 0 {
+		if e.tail == "" {
+			return 0, io.EOF
+		}
+		k := copy(p, e.tail)
+		e.tail = e.tail[k:]
+		return k, nil
+	}
+	k := min(len(p), e.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	e.n -= k
+	return k, nil
+}
+
+// TestReadLineDiscardsWithoutHolding reads a 256 MiB line: it is
+// discarded as it comes, the bytes allocated stay within a bound of the
+// 4 MiB limit, and the next line is read whole.
+func TestReadLineDiscardsWithoutHolding(t *testing.T) {
+	const size = 256 << 20
+	r := bufio.NewReaderSize(&endless{n: size, tail: "\n{\"a\":1}\n"}, 64<<10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	line, over, err := readLine(r, DefaultMaxLineBytes)
+	runtime.ReadMemStats(&after)
+	if line != nil || over != size+1 || err != nil {
+		t.Fatalf("readLine of the long line: %d bytes, over %d, %v", len(line), over, err)
+	}
+	// What is kept of the line grows to the limit, and stops: the bytes
+	// allocated are a bound of the limit, not of the line (a 256 MiB line
+	// held whole would allocate more than 256 MiB).
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*DefaultMaxLineBytes {
+		t.Errorf("reading a %d-byte line allocated %d bytes, more than eight times the limit", size, alloc)
+	}
+	if line, _, _ := readLine(r, DefaultMaxLineBytes); string(line) != "{\"a\":1}\n" {
+		t.Errorf("the line after: %q", line)
 	}
 }

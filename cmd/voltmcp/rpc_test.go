@@ -536,6 +536,17 @@ func TestRPCAuthFlows(t *testing.T) {
 	if got := authState("dev"); got != "required" {
 		t.Errorf("dev before login: authState %s, want required", got)
 	}
+	// A connection that needs a login no client started asks no one:
+	// the server is needs_auth, and the error says how to log in.
+	for _, id := range []string{"dev", "web"} {
+		c := p.call("connect_mcp_server", map[string]any{"id": id})
+		if e, _ := c["error"].(map[string]any); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "start_mcp_server_auth") {
+			t.Errorf("connect_mcp_server %s before login: %v", id, c)
+		}
+		if sum := p.result("get_mcp_server", map[string]any{"id": id}); sum["status"] != "needs_auth" || sum["authState"] != "required" {
+			t.Errorf("%s after a connection without a login: status %v, authState %v", id, sum["status"], sum["authState"])
+		}
+	}
 
 	// The device flow: the page and the code to show, then the engine
 	// polls until the user approves.

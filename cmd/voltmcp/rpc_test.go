@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,7 +306,10 @@ func TestRPCEveryMethod(t *testing.T) {
 	env["API_TOKEN"] = "${env:VOLTMCP_RPC_CANARY}"
 	p := startRPC(t, map[string]any{
 		"demo": map[string]any{"command": command, "args": args, "env": env},
-		"off":  map[string]any{"command": command, "args": args, "env": env, "enabled": false},
+		"off":  map[string]any{"command": command, "args": args, "env": env, "enabled": false, "lifecycle": "keep-alive"},
+		// Never connected: its spellings are what it shows.
+		"remote": map[string]any{"url": "http://127.0.0.1:1/mcp", "transport": "streamable-http", "enabled": false,
+			"headers": map[string]any{"Authorization": "Bearer ${env:VOLTMCP_RPC_CANARY}"}},
 	}, "VOLTMCP_RPC_CANARY="+rpcCanary)
 
 	caps := p.result("get_mcp_capabilities", nil)
@@ -329,11 +333,17 @@ func TestRPCEveryMethod(t *testing.T) {
 	p.result("subscribe_mcp_events", nil)
 	list := p.result("list_mcp_servers", nil)
 	servers := list["servers"].([]any)
-	if len(servers) != 2 {
+	if len(servers) != 3 {
 		t.Fatalf("list_mcp_servers: %v", list)
 	}
+	spelled := map[string]string{}
 	for i, s := range servers {
 		checkSummary(t, fmt.Sprintf("list_mcp_servers[%d]", i), s.(map[string]any))
+		m := s.(map[string]any)
+		spelled[fmt.Sprint(m["id"])] = fmt.Sprintf("%v %v %v", m["transport"], m["lifecycle"], m["status"])
+	}
+	if want := map[string]string{"demo": "stdio lazy cold", "off": "stdio keep_alive disabled", "remote": "streamable_http lazy disabled"}; !maps.Equal(spelled, want) {
+		t.Errorf("transport, lifecycle and status: %v, want %v", spelled, want)
 	}
 	sum := p.result("connect_mcp_server", map[string]any{"id": "demo"})
 	checkSummary(t, "connect_mcp_server", sum)

@@ -472,7 +472,8 @@ func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) {
 // channel is full, the events it has not taken wait in the engine's ring
 // of the last events, and it gets them once it reads again; those that
 // left the ring meanwhile are one gap. The channel closes when the
-// subscription or the Engine ends, keeping the events it holds.
+// subscription or the Engine ends, keeping the events it holds; after
+// Close it closes at once.
 func (e *Engine) SubscribeSince(since uint64, buffer int) (<-chan Event, func()) {
 	return e.bus.subscribe(since, buffer)
 }

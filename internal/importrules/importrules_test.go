@@ -36,12 +36,13 @@ var (
 	auditPkg   = mod("engine/audit")
 	pollioPkg  = mod("engine/pollio")
 	serverlog  = mod("engine/serverlog")
+	rpcPkg     = mod("rpc/...")
 	redactPkg  = mod("redact")
 	sanitize   = mod("sanitize")
 	safefile   = mod("safefile")
 	regofile   = mod("regofile")
 	testwait   = mod("internal/testwait")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine, redactPkg, sanitize, safefile, regofile}
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, redactPkg, sanitize, safefile, regofile}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
@@ -100,6 +101,9 @@ var importRules = []importRule{
 		only: []string{engineIntl, mcpSDK, "golang.org/x/...", redactPkg, sanitize, safefile, auditPkg, testwait}, tests: true,
 		hint: "a part of the engine takes what it needs as plain values and functions from its caller; what needs the Engine stays in package engine"},
 	{rule: "engine/serverlog imports only safefile, sanitize and the standard library (its tests also internal/testwait)", from: []string{serverlog}, only: []string{serverlog, safefile, sanitize, testwait}, tests: true},
+	{rule: "rpc imports only the engine's public packages (engine, engine/audit, engine/pollio, engine/serverlog), cue, redact, sanitize and the standard library: never engine/internal", from: []string{rpcPkg},
+		only: []string{rpcPkg, engineRoot, auditPkg, pollioPkg, serverlog, cuePkg, redactPkg, sanitize}},
+	{rule: "no package under engine imports rpc: the RPC is a face above the engine", from: []string{engine}, deny: []string{rpcPkg}, tests: true},
 	{rule: "engine/audit and engine/pollio never import engine", from: []string{auditPkg, pollioPkg}, deny: []string{engineRoot}, tests: true},
 	{rule: "no library package imports cmd/", from: libraries, deny: []string{mod("cmd/...")}, tests: true},
 	{rule: "internal/ holds test-only helpers and examples/ examples: library and CLI code never imports them", from: append([]string{mod("cmd/...")}, libraries...), deny: []string{mod("internal/..."), mod("examples/...")}},

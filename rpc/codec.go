@@ -28,6 +28,10 @@ const (
 	// yet, or not wired by the process that runs the server. The
 	// message says which and why.
 	CodeNotAvailable = -32002
+	// CodeRefused is a request of a remote client that the
+	// voltmcp.remote policy refused (Options.Remote); the message gives
+	// the policy's reasons.
+	CodeRefused = -32003
 )
 
 // Error is a JSON-RPC error object. A method's failure is an *Error

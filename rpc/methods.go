@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/voltmcp/voltmcp/engine"
 )
@@ -15,16 +16,39 @@ type method struct {
 	run  func(c *connection, ctx context.Context, params json.RawMessage) (any, *Error)
 }
 
-// def makes a method whose params decode into P.
+// def makes a method whose params decode into P. For a remote client
+// (Options.Remote) the voltmcp.remote policy decides the request, with
+// the server its params name, before it runs.
 func def[P any](name string, run func(c *connection, ctx context.Context, p *P) (any, *Error)) *method {
 	return &method{name: name, run: func(c *connection, ctx context.Context, raw json.RawMessage) (any, *Error) {
 		var p P
 		if err := decodeParams(raw, &p); err != nil {
 			return nil, err
 		}
+		if c.s.opts.Remote {
+			req := engine.RemoteRequest{Command: name, Remote: true}
+			if t, ok := any(&p).(interface{ serverID() string }); ok {
+				req.Server = t.serverID()
+			}
+			if d := c.s.eng.DecideRemote(ctx, req); !d.Allowed {
+				return nil, errorf(CodeRefused, "%s refused for a remote client by the voltmcp.remote policy: %s", name, strings.Join(d.Reasons, "; "))
+			}
+		}
 		return run(c, ctx, &p)
 	}}
 }
+
+// The server each method's params name, for the voltmcp.remote decision.
+func (p *serverParams) serverID() string       { return p.ID }
+func (p *enabledParams) serverID() string      { return p.ID }
+func (p *toolParams) serverID() string         { return p.ID }
+func (p *pageParams) serverID() string         { return p.ID }
+func (p *readResourceParams) serverID() string { return p.ID }
+func (p *promptParams) serverID() string       { return p.ID }
+func (p *callParams) serverID() string         { return p.ID }
+func (p *recentParams) serverID() string       { return p.ID }
+func (p *completeAuthParams) serverID() string { return p.ID }
+func (p *approveParams) serverID() string      { return p.ID }
 
 // The params of the methods. A field tagged rpc:"required" must be
 // present.

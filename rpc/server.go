@@ -54,6 +54,13 @@ type Options struct {
 	// Logger receives the server's diagnostics (a dropped connection, a
 	// bug). Zero: discard.
 	Logger *slog.Logger
+	// Remote says every connection is a paired remote client's (a
+	// device over the daemon's HTTP listener), not the local owner's:
+	// each request is decided by the voltmcp.remote policy
+	// ([engine.Engine.DecideRemote]) before its method runs, and one the
+	// policy refuses is answered [CodeRefused] with its reasons. Zero:
+	// the owner, who may run every method.
+	Remote bool
 }
 
 // Server answers the RPC of the spec's management API over any

@@ -161,7 +161,7 @@ func daemonStop(ctx context.Context, e *env) error {
 
 func eventsCommand() *command {
 	var asJSON bool
-	var since int64 = -1
+	var since uint64
 	c := &command{
 		name:    "events",
 		summary: "print the event stream of the daemon live (calls, server status, pins)",
@@ -173,17 +173,20 @@ changes, auth, pins, config reloads. The workspace is --project's (the
 working directory by default).
 Text: one line per event, its time, type, server, and the tool and status
 where it has them. --json: each event's mcp_event params (schema
-mcp_events.v1, docs/rpc.md) as one JSON line. --since N first prints the
-events after seq N that the daemon still holds (a gap event says how many
-are gone), then the live ones. Ctrl-C ends it. Without a daemon it says
+mcp_events.v1, docs/rpc.md) as one JSON line. Without --since it prints
+the events from now on; --since N (N > 0, the seq of the last event seen)
+first prints the events after N that the daemon still holds (a gap event
+says how many are gone), then the live ones. Once it watches, it says so
+on stderr. Ctrl-C ends it. Without a daemon it says
 how to start one and exits 3.
 
 Examples:
   voltmcp events
-  voltmcp events --json --since 0 | jq .`,
+  voltmcp events --json | jq .
+  voltmcp events --since 1041`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, "print each event's JSON on a line")
-			fs.Int64Var(&since, "since", -1, "first print the events after this seq the daemon still holds")
+			fs.Uint64Var(&since, "since", 0, "first print the events after this seq that the daemon still holds (0: from now on)")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -210,12 +213,13 @@ Examples:
 		defer client.Close()
 		defer close(quit)
 		params := map[string]any{}
-		if since >= 0 {
+		if since > 0 {
 			params["sinceSeq"] = since
 		}
 		if err := client.Call(ctx, "subscribe_mcp_events", params, nil); err != nil {
 			return failuref("subscribe: %w", err)
 		}
+		fmt.Fprintf(e.stderr, "voltmcp: watching the events of workspace %s (Ctrl-C to stop)\n", project)
 		for {
 			select {
 			case <-ctx.Done():

@@ -300,3 +300,20 @@ func WaitStopped(ctx context.Context, agentDir string) error {
 	safefile.UnlockFile(f)
 	return nil
 }
+
+// Running reports whether a daemon holds agentDir's lock file: one runs,
+// or is starting and about to listen.
+func Running(agentDir string) bool {
+	f, _, err := safefile.OpenAppend(LockPath(agentDir), 0o600)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	try, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := safefile.LockFile(try, f, cancel); err != nil {
+		return errors.Is(err, context.Canceled)
+	}
+	safefile.UnlockFile(f)
+	return false
+}

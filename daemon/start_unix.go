@@ -62,11 +62,16 @@ func Start(ctx context.Context, agentDir, exe string, args, env []string) error 
 			return fmt.Errorf("start the voltmcp daemon: %w (its log: %s)", ctx.Err(), logPath)
 		case werr := <-exited:
 			t.Stop()
-			if c, err := Dial(ctx, agentDir); err == nil {
-				c.Close()
-				return nil
+			exited = nil
+			// Another daemon that won the race holds the lock and
+			// is about to listen: wait for it instead.
+			if !Running(agentDir) {
+				if c, err := Dial(ctx, agentDir); err == nil {
+					c.Close()
+					return nil
+				}
+				return fmt.Errorf("the voltmcp daemon exited at its start (%v); its log: %s", werr, logPath)
 			}
-			return fmt.Errorf("the voltmcp daemon exited at its start (%v); its log: %s", werr, logPath)
 		case <-t.C:
 		}
 		delay = min(2*delay, 100*time.Millisecond)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/voltmcp/voltmcp/daemon"
 	"github.com/voltmcp/voltmcp/engine"
@@ -39,6 +40,11 @@ func parseDaemonMode(flag string, set, noDaemon bool) (string, error) {
 	return "", fmt.Errorf("--daemon %q: want auto, on (or attach) or off", flag)
 }
 
+// attachTimeout bounds attaching to the daemon, starting it included:
+// the daemon's engine for a workspace is made on the first attach, and
+// loads the config and the policies.
+const attachTimeout = time.Minute
+
 // daemonLink is an attached serve's connection to the daemon: made at
 // the start, and made again by the call after the daemon went away.
 type daemonLink struct {
@@ -63,6 +69,10 @@ func (l *daemonLink) connect(ctx context.Context) (*daemon.Client, error) {
 			return l.client, nil
 		}
 	}
+	// A daemon that does not answer (stopped, or hung) fails the call
+	// rather than hang the agent's session.
+	ctx, cancel := context.WithTimeout(ctx, attachTimeout)
+	defer cancel()
 	c, _, err := daemon.Attach(ctx, l.e.g.agentDir, l.project, nil)
 	if errors.Is(err, daemon.ErrNotRunning) && l.mode == daemonAuto {
 		if serr := l.start(ctx); serr != nil {

@@ -386,3 +386,42 @@ func TestAttachedSessionsShareUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// TestServesStartingTogetherShareOneDaemon: six `serve --daemon=auto`
+// started at once, with no daemon running, race to start one: one wins,
+// the others attach to it, and every session's call is answered.
+func TestServesStartingTogetherShareOneDaemon(t *testing.T) {
+	home := daemonHome(t, "up")
+	stopDaemonAtEnd(t, home)
+	ctx := testwait.Context(t)
+	project := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan string, 6)
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			serve := cliCommand("serve", "--home", home, "--project", project, "--daemon=auto")
+			client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: serve}, nil)
+			if err != nil {
+				errs <- fmt.Sprintf("session %d: %v", i, err)
+				return
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: echoArgs("up", fmt.Sprint("s", i))})
+			if err != nil || res.IsError {
+				errs <- fmt.Sprintf("session %d: %v %+v", i, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	st, err := daemon.AskStatus(ctx, filepath.Join(home, ".volt", "agent"))
+	if err != nil || st.PID != daemonPID(t, home) || len(st.Workspaces) != 1 {
+		t.Errorf("status after the race: %+v %v", st, err)
+	}
+}

@@ -29,7 +29,7 @@ import (
 // workspace of a daemon has, without project trust. Its path is short:
 // the daemon's socket lives under it, and a socket's path is at most 107
 // bytes.
-func daemonHome(t *testing.T, names ...string) string {
+func daemonHome(t testing.TB, names ...string) string {
 	t.Helper()
 	home, err := os.MkdirTemp("", "vh")
 	if err != nil {
@@ -53,7 +53,7 @@ func daemonHome(t *testing.T, names ...string) string {
 
 // startDaemonProcess runs `voltmcp daemon` as its own process until the
 // test ends, and returns it once it serves.
-func startDaemonProcess(t *testing.T, home string) *exec.Cmd {
+func startDaemonProcess(t testing.TB, home string) *exec.Cmd {
 	t.Helper()
 	cmd := cliCommand("daemon", "--home", home)
 	pipe, err := cmd.StderrPipe()

@@ -64,8 +64,9 @@ const (
 )
 
 // CodeBusy is the error code of an answer the daemon gives a connection
-// over [Options.MaxConns] before it closes it, and of a workspace past
-// [Options.MaxWorkspaces].
+// over [Options.MaxConns] before it closes it, and of an attach it cannot
+// serve: a workspace past [Options.MaxWorkspaces], one whose engine did
+// not start (the message says why), or a daemon that is stopping.
 const CodeBusy = -32000
 
 // Dir is the daemon's directory in agentDir.
@@ -386,7 +387,13 @@ type firstRequest struct {
 func (d *daemon) serve(c net.Conn) {
 	r := bufio.NewReaderSize(c, maxFirstLine)
 	_ = c.SetReadDeadline(time.Now().Add(firstLineTimeout))
+	// A daemon that stops does not wait for a first request.
+	stopWaiting := context.AfterFunc(d.ctx, func() { c.Close() })
 	line, err := r.ReadSlice('\n')
+	if !stopWaiting() {
+		c.Close()
+		return
+	}
 	_ = c.SetReadDeadline(time.Time{})
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull):
@@ -421,12 +428,9 @@ func (d *daemon) serve(c net.Conn) {
 	}
 	w, err := d.workspace(project)
 	if err != nil {
-		code := rpc.CodeInvalidParams
-		var busy *busyError
-		if errors.As(err, &busy) {
-			code = CodeBusy
-		}
-		refuseID(c, req.ID, code, err.Error())
+		// The workspace's engine did not start (its config, its
+		// policies), or too many are open, or the daemon is stopping.
+		refuseID(c, req.ID, CodeBusy, err.Error())
 		return
 	}
 	defer d.detach(w)

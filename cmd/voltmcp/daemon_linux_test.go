@@ -425,3 +425,39 @@ func TestServesStartingTogetherShareOneDaemon(t *testing.T) {
 		t.Errorf("status after the race: %+v %v", st, err)
 	}
 }
+
+// TestServeAttachedOnSaysHowToStartADaemon: under --daemon=on, a daemon
+// killed with kill -9 fails the call in flight with the named error; the
+// next call, with no daemon, says how to start one; once a daemon runs
+// again, the call after reaches it.
+func TestServeAttachedOnSaysHowToStartADaemon(t *testing.T) {
+	home := daemonHome(t, "up")
+	d := startDaemonProcess(t, home)
+	project := t.TempDir()
+	ctx := testwait.Context(t)
+	cs := attachSession(ctx, t, home, project, "on")
+	if text, isErr := callTool(ctx, t, cs, echoArgs("up", "first")); isErr || !strings.Contains(text, "first") {
+		t.Fatalf("first call: %v %s", isErr, text)
+	}
+	if err := d.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the killed daemon's socket to stop answering", func() bool {
+		_, err := daemon.AskStatus(ctx, filepath.Join(home, ".volt", "agent"))
+		return err != nil
+	})
+	text, isErr := callTool(ctx, t, cs, echoArgs("up", "no daemon"))
+	if !isErr || !(strings.Contains(text, "the voltmcp daemon went away") || strings.Contains(text, "no voltmcp daemon is running")) {
+		t.Fatalf("call after the kill: %v %s", isErr, text)
+	}
+	if !strings.Contains(text, "'voltmcp daemon'") && !strings.Contains(text, "start one") {
+		t.Errorf("the error does not say how to start a daemon: %s", text)
+	}
+	if text, isErr := callTool(ctx, t, cs, echoArgs("up", "still none")); !isErr || !strings.Contains(text, "no voltmcp daemon is running") || !strings.Contains(text, "'voltmcp daemon'") {
+		t.Errorf("call with no daemon: %v %s", isErr, text)
+	}
+	startDaemonProcess(t, home)
+	if text, isErr := callTool(ctx, t, cs, echoArgs("up", "again")); isErr || !strings.Contains(text, "again") {
+		t.Fatalf("call once a daemon runs again: %v %s", isErr, text)
+	}
+}

@@ -472,7 +472,8 @@ func (e *Engine) Subscribe(buffer int) (<-chan Event, func()) {
 // channel is full, the events it has not taken wait in the engine's ring
 // of the last events, and it gets them once it reads again; those that
 // left the ring meanwhile are one gap. The channel closes when the
-// subscription or the Engine ends, keeping the events it holds.
+// subscription or the Engine ends, keeping the events it holds; after
+// Close it closes at once.
 func (e *Engine) SubscribeSince(since uint64, buffer int) (<-chan Event, func()) {
 	return e.bus.subscribe(since, buffer)
 }
@@ -670,6 +671,13 @@ func (e *Engine) Reload(ctx context.Context) error {
 		return errors.New("engine is closed")
 	}
 	var stop []*supervisor
+	// A server whose supervisor is replaced moves from the old one's
+	// status to the new one's first (disabled to cold, say), and a new
+	// server from none: those moves are published here, under e.mu,
+	// before anything can reach the new supervisors and move them, and
+	// the old ones are retired so that their last moves as they stop are
+	// not (the server's status is the new one's).
+	var moves []Event
 	next := map[string]*supervisor{}
 	for _, c := range cfg.Servers {
 		old, ok := e.servers[c.ID]
@@ -677,15 +685,25 @@ func (e *Engine) Reload(ctx context.Context) error {
 			next[c.ID] = old
 			continue
 		}
+		var from Status
 		if ok {
+			from = old.retire()
 			stop = append(stop, old)
 		}
-		next[c.ID] = newSupervisor(e, c)
+		n := newSupervisor(e, c)
+		next[c.ID] = n
+		if to := n.getStatus(); to != from {
+			moves = append(moves, Event{Type: EventServerStatusChanged, Server: c.ID, Status: to, Previous: from})
+		}
 	}
 	for id, old := range e.servers {
 		if _, ok := next[id]; !ok {
+			old.retire()
 			stop = append(stop, old)
 		}
+	}
+	for _, ev := range moves {
+		e.bus.publish(ev)
 	}
 	e.cfg, e.load, e.servers = cfg, res, next
 	e.recent.retain(func(id string) bool { _, ok := next[id]; return ok })

@@ -20,6 +20,9 @@ const (
 	EventServersChanged EventType = "mcp_servers_changed"
 	// EventServerStatusChanged reports each transition of a server's
 	// status: Status, Previous, and Error when the new status is error.
+	// A reload that replaces a server's definition is one transition,
+	// from the old definition's status to the new one's first; a server
+	// the reload adds has no Previous.
 	EventServerStatusChanged EventType = "mcp_server_status_changed"
 	EventAuthRequest         EventType = "mcp_auth_request"
 	EventAuthUpdate          EventType = "mcp_auth_update"

@@ -165,14 +165,28 @@ func TestSpecEventsArePublished(t *testing.T) {
 	}
 	evs = eventsUntil(t, events, "servers changed by disable", func(ev Event) bool { return ev.Type == EventServersChanged && ev.Server == "" })
 	seq = contiguous(t, seq, evs)
-	if !slices.ContainsFunc(evs, func(ev Event) bool { return ev.Type == EventServerStatusChanged && ev.Server == "s" }) {
-		t.Errorf("disabling s moved no status: %s", eventTypes(evs))
+	// The server moves from the old supervisor's status to the new
+	// one's, once; the old one's moves as it stops are not the server's.
+	statusMoves := func(evs []Event) []string {
+		var out []string
+		for _, ev := range evs {
+			if ev.Type == EventServerStatusChanged && ev.Server == "s" {
+				out = append(out, string(ev.Previous)+">"+string(ev.Status))
+			}
+		}
+		return out
+	}
+	if got := statusMoves(evs); fmt.Sprint(got) != "[ready>disabled]" {
+		t.Errorf("disabling s moved %v: %s", got, eventTypes(evs))
 	}
 	if err := e.SetEnabled(ctx, "s", true); err != nil {
 		t.Fatal(err)
 	}
 	evs = eventsUntil(t, events, "servers changed by enable", func(ev Event) bool { return ev.Type == EventServersChanged && ev.Server == "" })
 	seq = contiguous(t, seq, evs)
+	if got := statusMoves(evs); fmt.Sprint(got) != "[disabled>cold]" {
+		t.Errorf("enabling s moved %v: %s", got, eventTypes(evs))
+	}
 
 	// An authorization, then a logout.
 	if err := e.Connect(ctx, "o"); err != nil {

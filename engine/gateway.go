@@ -174,7 +174,7 @@ func (e *Engine) gwStatus(ctx context.Context, in GatewayInput) GatewayResult {
 	}
 	counts := map[Status]int{}
 	var problems []map[string]string
-	servers := e.Servers()
+	servers := e.summaries(false)
 	for _, s := range servers {
 		counts[s.Status]++
 		switch {
@@ -244,7 +244,7 @@ type serverLine struct {
 
 func (e *Engine) gwListServers() GatewayResult {
 	var lines []serverLine
-	for _, s := range e.Servers() {
+	for _, s := range e.summaries(false) {
 		l := serverLine{Server: s.ID, Status: s.Status, Transport: s.Transport, Tools: s.ToolCounts.Cached, Stale: s.MetadataStale, Error: s.LastError,
 			Reason: s.Reason, Fix: s.Fix}
 		if s.DisplayName != s.ID {
@@ -432,7 +432,7 @@ const maxHintNames = 5
 func (e *Engine) emptySearchHint() string {
 	var unknown, cannot []string
 	untrusted := 0
-	for _, s := range e.Servers() {
+	for _, s := range e.summaries(false) {
 		switch {
 		case s.Status == StatusUntrusted:
 			untrusted++

@@ -73,7 +73,7 @@ func TestRecentCalls(t *testing.T) {
 		got = append(got, c.Tool+":"+c.Status+":"+c.Outcome)
 	}
 	if want := "[echo:failed:invalid tool-[REDACTED]:failed:invalid fail:failed: echo:completed: slow:cancelled:error]"; strings.Join(got, " ") != strings.Trim(want, "[]") {
-		t.Errorf("recent calls %v, want %s", got, want)
+		t.Fatalf("recent calls %v, want %s", got, want)
 	}
 	if c := calls[3]; c.OutputBytes != int64(len("hello")) || c.DurationMs < 0 || c.Reason != "" {
 		t.Errorf("the completed call: %+v", c)

@@ -94,6 +94,13 @@ type SummaryActions struct {
 // engine runs, and those of an untrusted project, which it does not
 // (status untrusted, with the Reason and the Fix).
 func (e *Engine) Servers() []ServerSummary {
+	return e.summaries(true)
+}
+
+// summaries is Servers, with each server's latest calls when withCalls
+// is set: the gateway's own uses (counts, list_servers, hints) need none,
+// and so never wait for the redactor that reading a call's reason may.
+func (e *Engine) summaries(withCalls bool) []ServerSummary {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
@@ -106,7 +113,11 @@ func (e *Engine) Servers() []ServerSummary {
 	for _, s := range sups {
 		sum := s.summary(persist)
 		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
-		sum.RecentCalls = e.recentCalls(s.cfg.ID, SummaryRecentCalls)
+		if withCalls {
+			sum.RecentCalls = e.recentCalls(s.cfg.ID, SummaryRecentCalls)
+		} else {
+			sum.RecentCalls = []RecentCall{}
+		}
 		out = append(out, sum)
 	}
 	for _, sum := range untrusted {

@@ -52,8 +52,12 @@ type supervisor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background work: watchers, refreshes, reconnects
 
-	mu              sync.Mutex
-	status          Status
+	mu     sync.Mutex
+	status Status
+	// retired is set once a reload replaced or removed the supervisor:
+	// the server's status is then another's (or none), and this one's
+	// last moves, as it stops, are not published.
+	retired         bool
 	lastErr         string
 	lastConnectedAt time.Time
 	session         *mcp.ClientSession
@@ -169,8 +173,19 @@ func (s *supervisor) setStatus(to Status, errText string) {
 	}
 	// Published under s.mu, so that the events of a server's moves are
 	// in the order of the moves (publishing never waits).
-	s.e.bus.publish(Event{Type: EventServerStatusChanged, Server: s.cfg.ID, Status: to, Previous: from, Error: errText})
+	if !s.retired {
+		s.e.bus.publish(Event{Type: EventServerStatusChanged, Server: s.cfg.ID, Status: to, Previous: from, Error: errText})
+	}
 	s.mu.Unlock()
+}
+
+// retire marks s retired (a reload replaced or removed it) and returns
+// its status then.
+func (s *supervisor) retire() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retired = true
+	return s.status
 }
 
 func (s *supervisor) getStatus() Status {

@@ -28,9 +28,6 @@ const (
 	// yet, or not wired by the process that runs the server. The
 	// message says which and why.
 	CodeNotAvailable = -32002
-	// CodeBusy is a request refused because the connection's limit of
-	// requests in flight was reached and the request could not wait.
-	CodeBusy = -32003
 )
 
 // Error is a JSON-RPC error object. A method's failure is an *Error

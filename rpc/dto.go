@@ -339,7 +339,9 @@ type McpAuthFlow struct {
 	// Flow is "device" or "browser".
 	Flow string `json:"flow,omitempty"`
 	// State is "pending" (waiting for the user), "authenticated",
-	// "failed" (Error says why) or "cancelled".
+	// "failed" (Error says why) or "cancelled"; poll_mcp_server_auth of a
+	// server no flow was started for answers "authenticated" or
+	// "required", from the stored token.
 	State string `json:"state"`
 	// VerificationURI and UserCode are the device flow's: the page where
 	// the user enters the code.

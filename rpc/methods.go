@@ -222,7 +222,7 @@ func (c *connection) gateway(ctx context.Context, in engine.GatewayInput, out an
 	return nil
 }
 
-func (c *connection) listTools(_ context.Context, p *serverParams) (any, *Error) {
+func (c *connection) listTools(ctx context.Context, p *serverParams) (any, *Error) {
 	if _, err := c.s.eng.Server(p.ID); err != nil {
 		return nil, serverError(p.ID, err)
 	}
@@ -231,7 +231,7 @@ func (c *connection) listTools(_ context.Context, p *serverParams) (any, *Error)
 		return nil, serverError(p.ID, err)
 	}
 	pins := map[string]engine.PinView{}
-	if list, err := c.s.eng.Pins(context.Background(), p.ID); err == nil {
+	if list, err := c.s.eng.Pins(ctx, p.ID); err == nil {
 		for _, v := range list {
 			pins[v.Tool] = v
 		}
@@ -486,17 +486,29 @@ func (c *connection) subscribe(_ context.Context, p *subscribeParams) (any, *Err
 	c.mu.Lock()
 	c.stopEvent = stop
 	c.mu.Unlock()
-	c.subs.Add(1)
-	go func() {
-		defer c.subs.Done()
-		for ev := range ch {
-			if !c.notify("mcp_event", eventOf(ev)) {
-				stop()
-				return
+	// The events go out after the answer: the subscription's goroutine
+	// starts once the answer is queued (see dispatch).
+	start := func() {
+		c.subs.Add(1)
+		go func() {
+			defer c.subs.Done()
+			for ev := range ch {
+				if !c.notify("mcp_event", eventOf(ev)) {
+					stop()
+					return
+				}
 			}
-		}
-	}()
-	return map[string]any{"subscribed": true, "schema": EventSchema}, nil
+		}()
+	}
+	return subscription{Subscribed: true, Schema: EventSchema, start: start}, nil
+}
+
+// subscription is subscribe_mcp_events' answer; start starts the
+// delivery of the events, once the answer is queued.
+type subscription struct {
+	Subscribed bool   `json:"subscribed"`
+	Schema     string `json:"schema"`
+	start      func()
 }
 
 // unsubscribe ends the connection's subscription; false when there was

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +152,13 @@ func TestBadRequests(t *testing.T) {
 			}
 		})
 	}
+	// A notification (no id) runs without an answer: the next answer is
+	// the next request's.
+	c.send(`{"jsonrpc":"2.0","method":"get_mcp_server","params":{"id":"demo"}}`)
+	c.send(`{"jsonrpc":"2.0","id":"next","method":"get_mcp_server","params":{"id":"demo"}}`)
+	if m := c.read(); m["id"] != "next" {
+		t.Errorf("answer after a notification: %v", m)
+	}
 	// The connection still works.
 	if res := c.call("list_mcp_servers", nil); len(res["servers"].([]any)) != 1 {
 		t.Errorf("list_mcp_servers after the bad requests: %v", res)
@@ -267,6 +277,8 @@ func TestEventsAreNotifications(t *testing.T) {
 	c := dial(t, srv)
 	c.call("subscribe_mcp_events", nil)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"connect_mcp_server","params":{"id":"demo"}}`)
+	// The answer and the events come in either order.
+	answered := false
 	for {
 		line, err := c.r.ReadBytes('\n')
 		if err != nil {
@@ -277,6 +289,7 @@ func TestEventsAreNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m["method"] != "mcp_event" {
+			answered = answered || m["id"] == float64(1)
 			continue
 		}
 		p := m["params"].(map[string]any)
@@ -292,6 +305,9 @@ func TestEventsAreNotifications(t *testing.T) {
 		if p["type"] == "mcp_server_status_changed" && p["status"] == "ready" {
 			break
 		}
+	}
+	for !answered {
+		answered = c.read()["id"] == float64(1)
 	}
 	if res := c.call("unsubscribe_mcp_events", nil); res["unsubscribed"] != true {
 		t.Errorf("unsubscribe: %v", res)
@@ -369,17 +385,50 @@ func FuzzDecode(f *testing.F) {
 		if req.Method == "" {
 			t.Fatal("accepted a request without a method")
 		}
-		m, ok := methodsByName[req.Method]
-		if !ok {
-			return
-		}
-		_ = m
 		for _, dst := range paramTypes() {
-			if perr := decodeParams(req.Params, dst); perr != nil && (perr.Code == 0 || perr.Message == "") {
-				t.Fatalf("params error without code or message: %+v", perr)
+			perr := decodeParams(req.Params, dst)
+			if perr != nil {
+				if perr.Code == 0 || perr.Message == "" {
+					t.Fatalf("params error without code or message: %+v", perr)
+				}
+				continue
 			}
+			// Accepted params have each top-level key once, spelled
+			// as a field of dst, and encoding/json reads them alike.
+			checkAccepted(t, req.Params, dst)
 		}
 	})
+}
+
+// checkAccepted checks params that decodeParams accepted into dst, by
+// other means than its own: no top-level key twice, each one a json name
+// of dst's fields, exactly.
+func checkAccepted(t *testing.T, raw json.RawMessage, dst any) {
+	t.Helper()
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		t.Fatalf("accepted params %s that encoding/json refuses: %v", raw, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	_, _ = dec.Token()
+	keys := 0
+	for dec.More() {
+		k, _ := dec.Token()
+		keys++
+		if _, ok := fieldsOf(reflect.TypeOf(dst).Elem()).types[k.(string)]; !ok {
+			t.Fatalf("accepted params %s with key %q, no field of %T", raw, k, dst)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys != len(members) {
+		t.Fatalf("accepted params %s with a duplicate key", raw)
+	}
 }
 
 // paramTypes are a fresh value of every params type.
@@ -415,5 +464,52 @@ func exampleRequests() []string {
 		`{"jsonrpc":"2.0","id":22,"method":"call_mcp_tool","params":{"id":"github","tool":"search_issues","arguments":{"q":"bug"}}}`,
 		`{"jsonrpc":"2.0","id":23,"method":"list_mcp_pins","params":{"id":"github"}}`,
 		`{"jsonrpc":"2.0","id":24,"method":"approve_mcp_server","params":{"id":"github","tools":["search_issues"]}}`,
+	}
+}
+
+// endless is a reader of n bytes of 'x', then tail.
+type endless struct {
+	n    int
+	tail string
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.n == 0 {
+		if e.tail == "" {
+			return 0, io.EOF
+		}
+		k := copy(p, e.tail)
+		e.tail = e.tail[k:]
+		return k, nil
+	}
+	k := min(len(p), e.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	e.n -= k
+	return k, nil
+}
+
+// TestReadLineDiscardsWithoutHolding reads a 256 MiB line: it is
+// discarded as it comes, the bytes allocated stay within a bound of the
+// 4 MiB limit, and the next line is read whole.
+func TestReadLineDiscardsWithoutHolding(t *testing.T) {
+	const size = 256 << 20
+	r := bufio.NewReaderSize(&endless{n: size, tail: "\n{\"a\":1}\n"}, 64<<10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	line, over, err := readLine(r, DefaultMaxLineBytes)
+	runtime.ReadMemStats(&after)
+	if line != nil || over != size+1 || err != nil {
+		t.Fatalf("readLine of the long line: %d bytes, over %d, %v", len(line), over, err)
+	}
+	// What is kept of the line grows to the limit, and stops: the bytes
+	// allocated are a bound of the limit, not of the line (a 256 MiB line
+	// held whole would allocate more than 256 MiB).
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*DefaultMaxLineBytes {
+		t.Errorf("reading a %d-byte line allocated %d bytes, more than eight times the limit", size, alloc)
+	}
+	if line, _, _ := readLine(r, DefaultMaxLineBytes); string(line) != "{\"a\":1}\n" {
+		t.Errorf("the line after: %q", line)
 	}
 }

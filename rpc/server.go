@@ -264,6 +264,9 @@ func (c *connection) dispatch(line []byte) bool {
 		if req.hasID {
 			c.answer(req.ID, res, err)
 		}
+		if sub, ok := res.(subscription); ok {
+			sub.start()
+		}
 	}()
 	return true
 }

@@ -96,6 +96,9 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 			}
 		}
 		res := eng.Gateway(ctx, in)
+		if action == "status" && in.Server != "" {
+			res = withLoggedCalls(e, eng, in.Server, res)
+		}
 		// The records are written by the time the engine is closed: a
 		// command whose records could not be written says so, and fails.
 		eng.Close()
@@ -119,6 +122,27 @@ func gatewayCommand(name, action, summary, usage string, positional []string, ex
 		return nil
 	}
 	return c
+}
+
+// withLoggedCalls puts a server's recent calls as the audit log records
+// them into its status: a one-shot command has made no call of its own,
+// and the calls that agents made through voltmcp serve are in the log.
+// A log that cannot be read is said on stderr; the status is shown all
+// the same.
+func withLoggedCalls(e *env, eng *engine.Engine, server string, res engine.GatewayResult) engine.GatewayResult {
+	sum, ok := res.Data.(engine.ServerSummary)
+	if !ok || res.IsError {
+		return res
+	}
+	calls, err := eng.LoggedRecentCalls(server)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "voltmcp: recent calls of %s: %s\n", clean(server), clean(err.Error()))
+	}
+	if calls != nil {
+		sum.RecentCalls = calls
+	}
+	res.Data = sum
+	return res
 }
 
 // writeHuman prints a result for a person: an action with a renderer
@@ -233,7 +257,7 @@ func gatewayCommands() []*command {
 	}
 	return []*command{
 		gatewayCommand("status", "status", "summarize the gateway, or show one server in full",
-			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes (a config file that does not parse, with its file:line:col; an\nuntrusted project and the servers it leaves out; a policy file that does\nnot load, with its line), the audit log's health (failing: since when,\nwhy, records lost), and what the bounds dropped or cleaned from each\nserver's metadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each, and\npending pin changes. Printed as aligned text; --json prints exactly what\nthe mcp tool's status action returns.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
+			"Usage: voltmcp status [SERVER] [--json]\n\nWhat the mcp tool's status action answers: servers by status, problems,\nconfig notes (a config file that does not parse, with its file:line:col; an\nuntrusted project and the servers it leaves out; a policy file that does\nnot load, with its line), the audit log's health (failing: since when,\nwhy, records lost), and what the bounds dropped or cleaned from each\nserver's metadata. With SERVER, that server in full: status, last error, the tools,\nresources and prompts dropped or cleaned with the reason for each,\npending pin changes, and its recent calls: the last 50 the audit log\nrecords (made by any agent or command), newest first, each with its\ntool, risk, how it ended and why, never its arguments. Printed as aligned\ntext; --json prints what the mcp tool's status action returns, with\nthose recent calls.\n\nExamples:\n  voltmcp status --approve\n  voltmcp status github --json", []string{"[SERVER]"}, nil),
 		gatewayCommand("search", "search", "search the cached tools of every server",
 			"Usage: voltmcp search QUERY [--server ID] [--limit N] [--cursor C] [--json]\n\nSearches the tools in the metadata cache (BM25 over names, titles,\ndescriptions, server names and parameter names) without starting any\nserver. Prints a table (server, tool, risk, description); --json prints\nexactly what the mcp tool's search action returns. When more matches follow, the result has a nextCursor: the same search\nwith --cursor set to it prints the next page.\n\nExamples:\n  voltmcp search \"read a file\"\n  voltmcp search issues --server github --json\n  voltmcp search issues --cursor NEXTCURSOR",
 			[]string{"QUERY"}, func(fs *pflag.FlagSet, in *engine.GatewayInput) {

@@ -601,10 +601,42 @@ func renderServer(w io.Writer, f fields) {
 		fmt.Fprintf(w, "\nstderr (the last of %d bytes; the whole log: voltmcp logs %s):\n", s.StderrBytes, id)
 		writeBlock(w, s.Stderr, "  ")
 	}
+	writeRecentCalls(w, s.RecentCalls)
 	if len(f) > 0 {
 		fmt.Fprintln(w)
 		f.writeRest(w)
 	}
+}
+
+// writeRecentCalls prints a server's recent calls, newest first: when,
+// the tool, its risk, how it ended (the audit log's word when the
+// spec's does not say it), how long it took and how much it returned,
+// and why a call that did not complete ended as it did.
+func writeRecentCalls(w io.Writer, calls []engine.RecentCall) {
+	if len(calls) == 0 {
+		fmt.Fprintln(w, "\nrecent calls: none recorded")
+		return
+	}
+	fmt.Fprintf(w, "\nrecent calls (%d, newest first):\n", len(calls))
+	t := newTable(w, "  TIME", "TOOL", "RISK", "STATUS", "TOOK", "OUTPUT", "WHY")
+	for _, c := range calls {
+		status := c.Status
+		if c.Outcome != "" {
+			status += " (" + c.Outcome + ")"
+		}
+		took, out := "", ""
+		if c.Status != "started" {
+			took = (time.Duration(c.DurationMs) * time.Millisecond).String()
+		}
+		if c.OutputBytes > 0 {
+			out = fmt.Sprintf("%d B", c.OutputBytes)
+			if c.Truncated {
+				out += ", cut"
+			}
+		}
+		t.row("  "+c.Timestamp.Local().Format(time.DateTime), cell(c.Tool, 40), cell(string(c.Risk), 0), cell(status, 0), took, out, cell(c.Reason, descWidth))
+	}
+	t.flush()
 }
 
 func yesNo(b bool) string {

@@ -238,7 +238,8 @@ func TestHumanRenderersCleanEveryField(t *testing.T) {
 		}
 	}
 	// status SERVER: a summary with a field the renderer does not know.
-	sum, _ := json.Marshal(engine.ServerSummary{ID: "x", DisplayName: bad, LastError: bad, Stderr: bad, MetadataNotes: []string{bad}})
+	sum, _ := json.Marshal(engine.ServerSummary{ID: "x", DisplayName: bad, LastError: bad, Stderr: bad, MetadataNotes: []string{bad},
+		RecentCalls: []engine.RecentCall{{ID: bad, Tool: bad, Risk: engine.Risk(bad), Status: bad, Outcome: bad, Reason: bad}}})
 	var f fields
 	json.Unmarshal(sum, &f)
 	f["outputSchemaCount"] = json.RawMessage(`3`)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/oauthtest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // The RPC client of these tests is written from the behaviour spec's
@@ -139,6 +142,37 @@ type rpcProcess struct {
 	next   int
 	// seen is every line read, events included.
 	seen strings.Builder
+	// home is the --home of the process, when startRPC made it.
+	home string
+}
+
+// end closes the process's stdin and waits for it to exit.
+func (p *rpcProcess) end() {
+	p.t.Helper()
+	p.in.Close()
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Fatalf("voltmcp rpc: %v (stderr: %s)", err, p.stderr)
+	}
+}
+
+// auditCalls are the call records of the audit log under home.
+func auditCalls(t *testing.T, home string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(home, ".volt", "agent", "audit", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if rec["kind"] == "call" {
+			out = append(out, rec)
+		}
+	}
+	return out
 }
 
 // startRPC starts `voltmcp rpc` on a project whose servers are given, in
@@ -159,6 +193,14 @@ func startRPC(t *testing.T, servers map[string]any, env ...string) *rpcProcess {
 	}
 	cmd := cliCommand("rpc", "--home", filepath.Join(dir, "home"), "--project", dir, "--approve")
 	cmd.Env = append(cmd.Env, env...)
+	p := runRPC(t, cmd)
+	p.home = filepath.Join(dir, "home")
+	return p
+}
+
+// runRPC starts cmd, a voltmcp rpc, with pipes to talk to it.
+func runRPC(t *testing.T, cmd *exec.Cmd) *rpcProcess {
+	t.Helper()
 	p := &rpcProcess{t: t, cmd: cmd, stderr: &strings.Builder{}}
 	cmd.Stderr = p.stderr
 	in, err := cmd.StdinPipe()
@@ -204,6 +246,12 @@ func (p *rpcProcess) read() (map[string]any, string) {
 			p.t.Fatalf("answer %q: jsonrpc is not 2.0", line)
 		}
 		if m["method"] == "mcp_event" {
+			if path := os.Getenv("VOLTMCP_RPC_TRANSCRIPT"); path != "" {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					fmt.Fprintf(f, "! %s", line)
+					f.Close()
+				}
+			}
 			continue
 		}
 		return m, line
@@ -258,7 +306,10 @@ func TestRPCEveryMethod(t *testing.T) {
 	env["API_TOKEN"] = "${env:VOLTMCP_RPC_CANARY}"
 	p := startRPC(t, map[string]any{
 		"demo": map[string]any{"command": command, "args": args, "env": env},
-		"off":  map[string]any{"command": command, "args": args, "env": env, "enabled": false},
+		"off":  map[string]any{"command": command, "args": args, "env": env, "enabled": false, "lifecycle": "keep-alive"},
+		// Never connected: its spellings are what it shows.
+		"remote": map[string]any{"url": "http://127.0.0.1:1/mcp", "transport": "streamable-http", "enabled": false,
+			"headers": map[string]any{"Authorization": "Bearer ${env:VOLTMCP_RPC_CANARY}"}},
 	}, "VOLTMCP_RPC_CANARY="+rpcCanary)
 
 	caps := p.result("get_mcp_capabilities", nil)
@@ -282,11 +333,17 @@ func TestRPCEveryMethod(t *testing.T) {
 	p.result("subscribe_mcp_events", nil)
 	list := p.result("list_mcp_servers", nil)
 	servers := list["servers"].([]any)
-	if len(servers) != 2 {
+	if len(servers) != 3 {
 		t.Fatalf("list_mcp_servers: %v", list)
 	}
+	spelled := map[string]string{}
 	for i, s := range servers {
 		checkSummary(t, fmt.Sprintf("list_mcp_servers[%d]", i), s.(map[string]any))
+		m := s.(map[string]any)
+		spelled[fmt.Sprint(m["id"])] = fmt.Sprintf("%v %v %v", m["transport"], m["lifecycle"], m["status"])
+	}
+	if want := map[string]string{"demo": "stdio lazy cold", "off": "stdio keep_alive disabled", "remote": "streamable_http lazy disabled"}; !maps.Equal(spelled, want) {
+		t.Errorf("transport, lifecycle and status: %v, want %v", spelled, want)
 	}
 	sum := p.result("connect_mcp_server", map[string]any{"id": "demo"})
 	checkSummary(t, "connect_mcp_server", sum)
@@ -365,6 +422,11 @@ func TestRPCEveryMethod(t *testing.T) {
 	}
 	p.result("unsubscribe_mcp_events", nil)
 
+	// The one call through the RPC left one call record.
+	p.end()
+	if calls := auditCalls(t, p.home); len(calls) != 1 || calls[0]["tool"] != "add" || calls[0]["status"] != "completed" {
+		t.Errorf("audit call records: %v, want one of add, completed", calls)
+	}
 	for _, where := range []struct{ name, text string }{{"an answer or event", p.seen.String()}, {"stderr", p.stderr.String()}} {
 		if i := strings.Index(where.text, rpcCanary); i >= 0 {
 			t.Errorf("%s holds the secret canary: ...%s...", where.name, where.text[max(0, i-300):min(len(where.text), i+100)])
@@ -459,8 +521,98 @@ func TestRPCClientDisconnectsMidCall(t *testing.T) {
 	}
 	// The client goes away: the call is cancelled and the process ends
 	// cleanly, without waiting for the ten minutes.
-	p.in.Close()
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("voltmcp rpc after the client left: %v (stderr: %s)", err, p.stderr)
+	p.end()
+	// The call was cancelled, and audited once as such.
+	if calls := auditCalls(t, p.home); len(calls) != 1 || calls[0]["tool"] != "slow" || calls[0]["status"] == "completed" {
+		t.Errorf("audit call records: %v, want one of slow, not completed", calls)
+	}
+}
+
+func TestRPCAuthFlows(t *testing.T) {
+	const secret = "client_secret_canary_rpc_0123456789"
+	dev := oauthtest.New(t, &oauthtest.Options{Device: true, DeviceInterval: 1})
+	web := oauthtest.New(t, &oauthtest.Options{ClientID: "voltmcp-test", ClientSecret: secret, NoRegistration: true})
+	home, _ := oauthServers(t, nil, map[string]*oauthtest.Server{"dev": dev, "web": web}, map[string]map[string]any{
+		"dev": {"flow": "device"},
+		"web": {"flow": "browser", "clientId": "voltmcp-test", "clientSecret": "${env:CLIENT_SECRET}", "issuer": web.Issuer},
+	})
+	cmd := cliCommand("rpc", "--home", home, "--project", t.TempDir())
+	cmd.Env = append(cmd.Env, "HOME="+home, "CLIENT_SECRET="+secret)
+	p := runRPC(t, cmd)
+	p.result("subscribe_mcp_events", nil)
+	authState := func(id string) string {
+		return fmt.Sprint(p.result("get_mcp_server", map[string]any{"id": id})["authState"])
+	}
+	if got := authState("dev"); got != "required" {
+		t.Errorf("dev before login: authState %s, want required", got)
+	}
+	// A connection that needs a login no client started asks no one:
+	// the server is needs_auth, and the error says how to log in.
+	for _, id := range []string{"dev", "web"} {
+		c := p.call("connect_mcp_server", map[string]any{"id": id})
+		if e, _ := c["error"].(map[string]any); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "start_mcp_server_auth") {
+			t.Errorf("connect_mcp_server %s before login: %v", id, c)
+		}
+		if sum := p.result("get_mcp_server", map[string]any{"id": id}); sum["status"] != "needs_auth" || sum["authState"] != "required" {
+			t.Errorf("%s after a connection without a login: status %v, authState %v", id, sum["status"], sum["authState"])
+		}
+	}
+
+	// The device flow: the page and the code to show, then the engine
+	// polls until the user approves.
+	f := p.result("start_mcp_server_auth", map[string]any{"id": "dev"})
+	code, _ := f["userCode"].(string)
+	if f["state"] != "pending" || f["flow"] != "device" || code == "" || !strings.HasPrefix(fmt.Sprint(f["verificationUri"]), "https://") {
+		t.Fatalf("start_mcp_server_auth (device): %v", f)
+	}
+	if got := authState("dev"); got != "pending" {
+		t.Errorf("dev while the user is asked: authState %s, want pending", got)
+	}
+	if err := dev.ApproveDevice(code); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the device flow to end", func() bool {
+		return p.result("poll_mcp_server_auth", map[string]any{"id": "dev"})["state"] != "pending"
+	})
+	if f := p.result("poll_mcp_server_auth", map[string]any{"id": "dev"}); f["state"] != "authenticated" {
+		t.Fatalf("poll_mcp_server_auth after approval: %v", f)
+	}
+	if got := authState("dev"); got != "authenticated" {
+		t.Errorf("dev after login: authState %s", got)
+	}
+
+	// The browser flow: the host opens the URL and hands back the
+	// redirect it reached.
+	f = p.result("start_mcp_server_auth", map[string]any{"id": "web"})
+	authURL, _ := f["authorizationUrl"].(string)
+	if f["state"] != "pending" || f["flow"] != "browser" || authURL == "" {
+		t.Fatalf("start_mcp_server_auth (browser): %v", f)
+	}
+	f = p.result("complete_mcp_server_auth", map[string]any{"id": "web", "callbackUrl": approve(t, authURL)})
+	if f["state"] != "authenticated" {
+		t.Fatalf("complete_mcp_server_auth: %v", f)
+	}
+	if got := authState("web"); got != "authenticated" {
+		t.Errorf("web after login: authState %s", got)
+	}
+
+	// Logged out, a new flow can be cancelled.
+	if lo := p.result("logout_mcp_server", map[string]any{"id": "web"}); lo["removed"] != true {
+		t.Errorf("logout_mcp_server: %v", lo)
+	}
+	p.result("disconnect_mcp_server", map[string]any{"id": "web"})
+	if f := p.result("start_mcp_server_auth", map[string]any{"id": "web"}); f["state"] != "pending" {
+		t.Fatalf("start_mcp_server_auth after logout: %v", f)
+	}
+	if f := p.result("cancel_mcp_server_auth", map[string]any{"id": "web"}); f["state"] != "cancelled" {
+		t.Errorf("cancel_mcp_server_auth: %v", f)
+	}
+	if got := authState("web"); got != "required" {
+		t.Errorf("web after a cancelled login: authState %s, want required", got)
+	}
+	for _, where := range []struct{ name, text string }{{"an answer or event", p.seen.String()}, {"stderr", p.stderr.String()}} {
+		if strings.Contains(where.text, secret) {
+			t.Errorf("%s holds the client secret", where.name)
+		}
 	}
 }

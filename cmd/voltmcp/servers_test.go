@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voltmcp/voltmcp/engine"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 	"github.com/voltmcp/voltmcp/internal/testwait"
 )
@@ -149,5 +150,46 @@ func TestRefreshEveryServerShowsProgress(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("missing %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// TestStatusShowsRecentCalls: `voltmcp status SERVER` shows the server's
+// latest calls, which other commands made (a one-shot command made none
+// of its own): read from the end of the audit log, newest first, with
+// how each ended, in the table and in --json.
+func TestStatusShowsRecentCalls(t *testing.T) {
+	project := serverProject(t)
+	home := t.TempDir()
+	env := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH")})
+	cli := func(args ...string) cliResult {
+		return runCLI(t, env, append(args, "--home", home, "--project", project, "--approve")...)
+	}
+	if r := cli("status", "demo"); r.code != exitOK || !strings.Contains(r.stdout, "recent calls: none recorded") {
+		t.Errorf("status before any call:\n%s", r)
+	}
+	if r := cli("call", "demo", "echo", "--args", `{"text":"secret-argument-value"}`); r.code != exitOK {
+		t.Fatalf("call:\n%s", r)
+	}
+	if r := cli("call", "demo", "nosuch"); r.code != exitFindings {
+		t.Fatalf("call of no such tool:\n%s", r)
+	}
+	r := cli("status", "demo")
+	if r.code != exitOK || !strings.Contains(r.stdout, "recent calls (2, newest first)") {
+		t.Fatalf("status:\n%s", r)
+	}
+	table := r.stdout[strings.Index(r.stdout, "recent calls"):]
+	nosuch, echo := strings.Index(table, "nosuch"), strings.Index(table, "echo")
+	if nosuch < 0 || echo < nosuch || !strings.Contains(table, "failed (invalid)") || !strings.Contains(table, "completed") ||
+		!strings.Contains(table, `has no tool "nosuch"`) || strings.Contains(r.stdout, "secret-argument-value") {
+		t.Errorf("the recent calls:\n%s", table)
+	}
+	r = cli("status", "demo", "--json")
+	var sum engine.ServerSummary
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || r.code != exitOK {
+		t.Fatalf("status --json: %v\n%s", err, r)
+	}
+	if len(sum.RecentCalls) != 2 || sum.RecentCalls[0].Tool != "nosuch" || sum.RecentCalls[0].Outcome != "invalid" ||
+		sum.RecentCalls[1].Tool != "echo" || sum.RecentCalls[1].Status != "completed" || !strings.HasPrefix(sum.RecentCalls[1].ID, "call_") {
+		t.Errorf("recentCalls: %+v", sum.RecentCalls)
 	}
 }

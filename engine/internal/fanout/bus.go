@@ -50,6 +50,9 @@ type Bus[E any] struct {
 	// (s-1) % opts.Replay. It grows to opts.Replay as values come.
 	ring []E
 	subs []*subscription[E]
+	// closed is set by CloseAll: a subscription made after it ends at
+	// once.
+	closed bool
 	// n is len(subs), read without mu (Listening).
 	n atomic.Int32
 }
@@ -169,6 +172,11 @@ func (b *Bus[E]) SubscribeSince(since uint64, buffer int) (<-chan E, func()) {
 	s := &subscription[E]{ch: make(chan E, buffer), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
 	switch {
+	case b.closed:
+		b.mu.Unlock()
+		b.endLocked(s) // s is no one else's yet
+		go b.pump(s)
+		return s.ch, func() {}
 	case since == 0 || since == b.seq:
 		s.live = true
 	case since > b.seq:
@@ -201,10 +209,12 @@ func (b *Bus[E]) SubscribeSince(since uint64, buffer int) (<-chan E, func()) {
 }
 
 // CloseAll ends every subscription; each channel closes, keeping what it
-// holds for its reader.
+// holds for its reader. A subscription made after it gets a channel that
+// closes at once.
 func (b *Bus[E]) CloseAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
 	for _, s := range b.subs {
 		b.endLocked(s)
 	}

@@ -118,6 +118,19 @@ func TestBusFansOutAndNumbers(t *testing.T) {
 	}
 	endC() // after CloseAll: no double close
 	b.Publish(val{ID: 9})
+	// A subscription after CloseAll ends at once, replay or not.
+	for _, since := range []uint64{0, 3} {
+		late, endLate := b.SubscribeSince(since, 1)
+		testwait.For(t, "a late subscription's channel to close", func() bool {
+			select {
+			case _, ok := <-late:
+				return !ok
+			default:
+				return false
+			}
+		})
+		endLate()
+	}
 	if b.Seq() != 9 {
 		t.Errorf("seq %d after 9 values", b.Seq())
 	}

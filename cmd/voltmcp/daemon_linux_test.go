@@ -277,6 +277,8 @@ func TestEventsPrintsACall(t *testing.T) {
 		if err := ev.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// A broken events command fails the test rather than hang it.
+		stopKill := context.AfterFunc(ctx, func() { _ = ev.Process.Kill() })
 		// Once it watches, a call is made.
 		esc := bufio.NewScanner(errPipe)
 		for esc.Scan() && !strings.Contains(esc.Text(), "voltmcp: watching the events") {
@@ -294,6 +296,7 @@ func TestEventsPrintsACall(t *testing.T) {
 			sawStart = sawStart || strings.Contains(sc.Text(), c.start)
 			sawEnd = sawEnd || (sawStart && strings.Contains(sc.Text(), c.end))
 		}
+		stopKill()
 		_ = ev.Process.Signal(syscall.SIGTERM)
 		_ = ev.Wait()
 		if !sawStart || !sawEnd {

@@ -211,8 +211,18 @@ func TestServeAttachedSurvivesKill9OfTheDaemon(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		text, isErr := callTool(ctx, t, cs, map[string]any{"action": "call", "server": "up", "tool": "slow", "arguments": map[string]any{"ms": 600000}})
-		done <- result{text, isErr}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "slow", "arguments": map[string]any{"ms": 600000}}})
+		if err != nil {
+			done <- result{"the agent's call failed: " + err.Error(), false}
+			return
+		}
+		var text strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text.WriteString(tc.Text)
+			}
+		}
+		done <- result{text.String(), res.IsError}
 	}()
 	select {
 	case <-started:

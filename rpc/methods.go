@@ -138,6 +138,7 @@ func allMethods() []*method {
 		def("approve_mcp_server", func(c *connection, ctx context.Context, p *approveParams) (any, *Error) {
 			return c.summary(p.ID, c.s.eng.Approve(ctx, p.ID, p.Tools...))
 		}),
+		gatewayMethod(),
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/daemon"
 	"github.com/voltmcp/voltmcp/engine"
 )
 
@@ -293,12 +294,14 @@ func gatewayCommands() []*command {
 }
 
 func serveCommand() *command {
-	var addr, tokenFile, socket string
-	var noWatch bool
+	var addr, tokenFile, socket, daemonFlag string
+	var noDaemon, noWatch bool
+	var fset *pflag.FlagSet
 	c := &command{
 		name:    "serve",
 		summary: "run the MCP gateway for an agent (stdio, or Streamable HTTP on loopback)",
 		usage: `Usage: voltmcp serve [--http 127.0.0.1:PORT | --socket PATH] [--token-file PATH] [--no-watch]
+       voltmcp serve --daemon=auto|on [--project DIR]
 
 Serves one MCP tool, "mcp", through which an agent searches, describes and
 calls the tools of every configured server. Over stdio by default (what
@@ -365,8 +368,21 @@ it (an .mcp.json entry whose url reaches this serve --http, whatever its
 spelling: 127.0.0.1, localhost, [::1]) is refused as "server X is this
 gateway itself".
 
+With --daemon=auto or --daemon=on, serve attaches to the user's daemon
+('voltmcp daemon', docs/daemon.md) instead of running a gateway of its
+own: it serves the same mcp tool over stdio and forwards each call to the
+daemon's engine of the --project workspace, which runs it (policy, pins,
+audit: one record per call, written by the daemon) with the upstream
+processes, OAuth sessions and caches every attached session shares.
+auto starts a daemon in the background when none runs (its log:
+<agent-dir>/daemon/daemon.log); on fails, saying how to start one. When
+the daemon dies, the calls in flight fail with "the voltmcp daemon went
+away", and the next call attaches again (auto: to a new daemon).
+--no-daemon (the default) runs the standalone gateway.
+
 Examples:
   voltmcp serve
+  voltmcp serve --daemon=auto
   voltmcp serve --http 127.0.0.1:8931
   voltmcp serve --http 127.0.0.1:8931 --token-file ~/.config/voltmcp/http.token`,
 		flags: func(fs *pflag.FlagSet) {
@@ -374,6 +390,9 @@ Examples:
 			fs.StringVar(&tokenFile, "token-file", "", "with --http or --socket, the file of the bearer token clients must send (default <agent-dir>/http/token)")
 			fs.StringVar(&socket, "socket", "", "serve Streamable HTTP on a unix socket at this path (0600, in a directory only you can enter) instead of stdio")
 			fs.BoolVar(&noWatch, "no-watch", false, "do not apply changes to the config files, policies and plugins while serving")
+			fs.StringVar(&daemonFlag, "daemon", "", "attach to the user's daemon: auto (start one when none runs), on (attach or fail) or off")
+			fs.BoolVar(&noDaemon, "no-daemon", false, "run a standalone gateway in this process (the default)")
+			fset = fs
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -382,6 +401,19 @@ Examples:
 		}
 		if mark := engine.UnderGateway(e.getenv); mark != "" {
 			return failuref("not serving: this process was started by a voltmcp gateway, as one of its servers or by one (%s is set), and a gateway behind itself would start its servers again, itself among them; remove the entry that runs voltmcp serve from that gateway's config (voltmcp servers shows each entry's file)", engine.RunEnv)
+		}
+		mode, err := parseDaemonMode(daemonFlag, fset != nil && fset.Changed("daemon"), noDaemon)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		if mode != daemonOff {
+			if addr != "" || socket != "" {
+				return usageErrorf("--daemon=%s serves stdio: give --http or --socket to a standalone serve (--no-daemon)", mode)
+			}
+			if e.g.approve || e.g.noApprove {
+				return usageErrorf("--approve and --no-approve do not go with --daemon: the daemon keeps each project's trust ('voltmcp trust')")
+			}
+			return serveAttached(ctx, e, mode)
 		}
 		var token string
 		switch {
@@ -396,7 +428,6 @@ Examples:
 			if tokenFile == "" {
 				tokenFile = defaultTokenFile(e.g.agentDir)
 			}
-			var err error
 			if token, _, err = loadOrCreateToken(tokenFile); err != nil {
 				return failuref("%w", err)
 			}
@@ -412,19 +443,18 @@ Examples:
 		// A login a call needs is offered to the agent's client when it
 		// supports URL-mode elicitation (agentauth.go).
 		login := &agentAuth{}
-		eng, err := engine.New(ctx, &engine.Options{
-			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
-			Surface: cue.SurfaceServe, Approve: e.g.approve, NoApprove: e.g.noApprove,
-			LookupEnv: os.LookupEnv,
-			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Authorize: login.authorize, CanAuthorize: engine.CanOfferURL,
-			GatewayTokens: gatewayTokens(e.g.agentDir, token),
-		})
+		opts := e.engineOptions(cue.SurfaceServe, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), token)
+		opts.Authorize, opts.CanAuthorize = login.authorize, engine.CanOfferURL
+		eng, err := engine.New(ctx, &opts)
 		if err != nil {
 			return failuref("%w", err)
 		}
 		defer eng.Close()
 		login.eng = eng
+		// What loading left behind goes back to the system once idle.
+		idleCtx, stopIdle := context.WithCancel(ctx)
+		defer stopIdle()
+		go releaseIdleMemory(idleCtx, idleCheckEvery, idleAllocs, releaseAfterAllocs, nil)
 		if !noWatch {
 			// Config changes apply while serving (engine.Engine.Watch);
 			// the watch ends before the engine closes.
@@ -466,6 +496,20 @@ Examples:
 	return c
 }
 
+// engineOptions are the options of an engine as this invocation's global
+// flags and environment give them, for surface, logging to log, with
+// token (the bearer token this process serves with, or "") among the
+// gateway's own tokens. serve, rpc and the daemon's workspaces all build
+// their engines from it; each adds what is its own (Authorize, ...).
+func (e *env) engineOptions(surface cue.Surface, log *slog.Logger, token string) engine.Options {
+	return engine.Options{
+		Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
+		Surface: surface, Approve: e.g.approve, NoApprove: e.g.noApprove,
+		LookupEnv: os.LookupEnv, Logger: log,
+		GatewayTokens: gatewayTokens(e.g.agentDir, token),
+	}
+}
+
 // checkLoopback refuses to serve on anything but a loopback address:
 // the gateway runs the user's servers with the user's credentials.
 func checkLoopback(addr string) error {
@@ -486,8 +530,8 @@ func serveHTTP(ctx context.Context, e *env, eng *engine.Engine, addr, socket, to
 	var ln net.Listener
 	var err error
 	if socket != "" {
-		if ln, err = listenSocket(socket); err != nil {
-			return failuref("%w", err)
+		if ln, err = daemon.ListenSocket(socket); err != nil {
+			return failuref("--%w", err)
 		}
 		defer os.Remove(socket)
 	} else if ln, err = net.Listen("tcp", addr); err != nil {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/voltmcp/voltmcp/daemon"
 )
 
 // httpTokenBytes is how many random bytes make the bearer token of
@@ -39,7 +41,7 @@ func loadOrCreateToken(path string) (token string, created bool, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", false, fmt.Errorf("token file %s: %w", path, err)
 	}
-	if err := checkPrivateDir(dir); err != nil {
+	if err := daemon.CheckPrivateDir(dir); err != nil {
 		return "", false, fmt.Errorf("token file %s: %w", path, err)
 	}
 	for range 2 {

@@ -23,15 +23,3 @@ func openPrivateFile(path string) (*os.File, error) {
 	}
 	return os.Open(path)
 }
-
-// checkPrivateDir refuses a directory that is not one.
-func checkPrivateDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory; refusing it", dir)
-	}
-	return nil
-}

@@ -31,22 +31,3 @@ func openPrivateFile(path string) (*os.File, error) {
 	}
 	return f, nil
 }
-
-// checkPrivateDir refuses a directory that is a symlink, is not this
-// user's, or that others may write to (where they could swap the file).
-func checkPrivateDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory (a symlink?); refusing it", dir)
-	case st != nil && int(st.Uid) != os.Getuid():
-		return fmt.Errorf("directory %s is owned by uid %d, not by this user; refusing it", dir, st.Uid)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("directory %s has mode %04o: others can write to it; use a directory only you can write (chmod 700)", dir, fi.Mode().Perm())
-	}
-	return nil
-}

@@ -55,13 +55,9 @@ Examples:
 		stderr := &lockedWriter{w: e.stderr}
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		auth := rpc.NewAuth()
-		eng, err := engine.New(ctx, &engine.Options{
-			Home: e.g.home, Project: e.g.project, AgentDir: e.g.agentDir, PolicyDirs: e.g.policies, PluginCacheDir: e.g.pluginCache,
-			Surface: cue.SurfaceRPC, Approve: e.g.approve, NoApprove: e.g.noApprove,
-			LookupEnv: os.LookupEnv, Logger: log,
-			Authorize: auth.Authorize, DeviceAuthorize: auth.DeviceAuthorize,
-			GatewayTokens: gatewayTokens(e.g.agentDir, ""),
-		})
+		opts := e.engineOptions(cue.SurfaceRPC, log, "")
+		opts.Authorize, opts.DeviceAuthorize = auth.Authorize, auth.DeviceAuthorize
+		eng, err := engine.New(ctx, &opts)
 		if err != nil {
 			return failuref("%w", err)
 		}

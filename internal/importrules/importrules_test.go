@@ -37,12 +37,13 @@ var (
 	pollioPkg  = mod("engine/pollio")
 	serverlog  = mod("engine/serverlog")
 	rpcPkg     = mod("rpc/...")
+	daemonPkg  = mod("daemon/...")
 	redactPkg  = mod("redact")
 	sanitize   = mod("sanitize")
 	safefile   = mod("safefile")
 	regofile   = mod("regofile")
 	testwait   = mod("internal/testwait")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, redactPkg, sanitize, safefile, regofile}
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, daemonPkg, redactPkg, sanitize, safefile, regofile}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
@@ -104,6 +105,9 @@ var importRules = []importRule{
 	{rule: "rpc imports only the engine's public packages (engine, engine/audit, engine/pollio, engine/serverlog), cue, redact, sanitize and the standard library: never engine/internal", from: []string{rpcPkg},
 		only: []string{rpcPkg, engineRoot, auditPkg, pollioPkg, serverlog, cuePkg, redactPkg, sanitize}},
 	{rule: "no package under engine imports rpc: the RPC is a face above the engine", from: []string{engine}, deny: []string{rpcPkg}, tests: true},
+	{rule: "daemon imports only the engine's public packages (engine, engine/audit, engine/pollio, engine/serverlog), rpc, cue, safefile and the standard library: never engine/internal", from: []string{daemonPkg},
+		only: []string{daemonPkg, engineRoot, auditPkg, pollioPkg, serverlog, rpcPkg, cuePkg, safefile}},
+	{rule: "only cmd/voltmcp imports daemon: the daemon is the top of the library, a face above the engine and rpc", from: []string{thisModule}, except: []string{cli, daemonPkg}, deny: []string{daemonPkg}, tests: true},
 	{rule: "engine/audit and engine/pollio never import engine", from: []string{auditPkg, pollioPkg}, deny: []string{engineRoot}, tests: true},
 	{rule: "no library package imports cmd/", from: libraries, deny: []string{mod("cmd/...")}, tests: true},
 	{rule: "internal/ holds test-only helpers and examples/ examples: library and CLI code never imports them", from: append([]string{mod("cmd/...")}, libraries...), deny: []string{mod("internal/..."), mod("examples/...")}},

@@ -1,0 +1,319 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+
+	"github.com/voltmcp/voltmcp/rpc"
+	"github.com/voltmcp/voltmcp/safefile"
+)
+
+// ErrNotRunning is Dial's error when no daemon answers on the socket.
+var ErrNotRunning = errors.New("no voltmcp daemon is running")
+
+// GoneError is a [Client]'s error for a request in flight, or made,
+// after the daemon's connection ended: the daemon exited, was killed or
+// dropped the connection.
+type GoneError struct{ Err error }
+
+func (e *GoneError) Error() string { return "the voltmcp daemon went away: " + e.Err.Error() }
+func (e *GoneError) Unwrap() error { return e.Err }
+
+// maxAnswer bounds one answer line a Client reads.
+const maxAnswer = 64 << 20
+
+// Dial connects to the daemon of agentDir. When none listens it returns
+// an error that wraps [ErrNotRunning] and says how to start one.
+func Dial(ctx context.Context, agentDir string) (net.Conn, error) {
+	sock := SocketPath(agentDir)
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w (nothing answers on %s): start one with 'voltmcp daemon', or run 'voltmcp serve --daemon=auto', which starts one", ErrNotRunning, sock)
+		}
+		return nil, fmt.Errorf("voltmcp daemon %s: %w", sock, err)
+	}
+	return c, nil
+}
+
+// Client is a JSON-RPC client of the daemon over one connection:
+// requests may be made concurrently; notifications go to the function
+// given to [NewClient].
+type Client struct {
+	conn   net.Conn
+	notify func(method string, params json.RawMessage)
+	wmu    sync.Mutex
+
+	mu      sync.Mutex
+	next    int64
+	pending map[int64]chan answer
+	err     error // why the connection ended, once it did
+	done    chan struct{}
+}
+
+// answer is one JSON-RPC answer.
+type answer struct {
+	result json.RawMessage
+	err    error
+}
+
+// NewClient starts a client on conn; notify, when not nil, receives each
+// notification the daemon sends, on the client's reader (it must not
+// block for long).
+func NewClient(conn net.Conn, notify func(method string, params json.RawMessage)) *Client {
+	c := &Client{conn: conn, notify: notify, pending: map[int64]chan answer{}, done: make(chan struct{})}
+	go c.read()
+	return c
+}
+
+// Done is closed when the connection ended; Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection ended, as a *GoneError; nil while it is up.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close ends the connection.
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	<-c.done
+	return err
+}
+
+// read reads answers and notifications until the connection ends, then
+// fails every request in flight with a *GoneError.
+func (c *Client) read() {
+	r := bufio.NewReaderSize(c.conn, 64<<10)
+	var end error
+	for {
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.handle(line)
+		}
+		if err != nil {
+			end = err
+			break
+		}
+	}
+	if errors.Is(end, io.EOF) {
+		end = errors.New("the connection closed")
+	}
+	gone := &GoneError{Err: end}
+	c.mu.Lock()
+	c.err = gone
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- answer{err: gone}
+	}
+	c.conn.Close()
+	close(c.done)
+}
+
+// readLine reads one line of at most maxAnswer bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > maxAnswer {
+			return nil, fmt.Errorf("an answer over %d bytes", maxAnswer)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, err
+	}
+}
+
+// handle routes one line.
+func (c *Client) handle(line []byte) {
+	var m struct {
+		ID     *int64          `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  *rpc.Error      `json:"error"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return
+	}
+	if m.Method != "" {
+		if c.notify != nil {
+			c.notify(m.Method, m.Params)
+		}
+		return
+	}
+	if m.ID == nil {
+		return
+	}
+	c.mu.Lock()
+	ch := c.pending[*m.ID]
+	delete(c.pending, *m.ID)
+	c.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	if m.Error != nil {
+		ch <- answer{err: m.Error}
+		return
+	}
+	ch <- answer{result: m.Result}
+}
+
+// Call sends method with params (any JSON value; a json.RawMessage is
+// sent as it is) and waits for the answer, which it decodes into result
+// when result is not nil. An error answer is an *[rpc.Error]; a
+// connection that ends first is a *[GoneError].
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	raw, err := c.CallRaw(ctx, method, params)
+	if err != nil || result == nil {
+		return err
+	}
+	return json.Unmarshal(raw, result)
+}
+
+// CallRaw is Call returning the result's JSON as it came.
+func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	ch := make(chan answer, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.next++
+	id := c.next
+	c.pending[id] = ch
+	c.mu.Unlock()
+	req := struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{"2.0", id, method, params}
+	b, err := json.Marshal(req)
+	if err != nil {
+		c.forget(id)
+		return nil, err
+	}
+	c.wmu.Lock()
+	_, err = c.conn.Write(append(b, '\n'))
+	c.wmu.Unlock()
+	if err != nil {
+		c.forget(id)
+		c.conn.Close() // the reader ends and says why
+		<-c.done
+		return nil, c.Err()
+	}
+	select {
+	case a := <-ch:
+		return a.result, a.err
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) forget(id int64) {
+	c.mu.Lock()
+	if c.pending != nil {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+}
+
+// Attach dials the daemon of agentDir and attaches the connection to
+// project's workspace ("" for the user-level one), returning a client
+// for the rest of it.
+func Attach(ctx context.Context, agentDir, project string, notify func(method string, params json.RawMessage)) (*Client, Attached, error) {
+	conn, err := Dial(ctx, agentDir)
+	if err != nil {
+		return nil, Attached{}, err
+	}
+	c := NewClient(conn, notify)
+	var at Attached
+	params := map[string]string{}
+	if project != "" {
+		params["project"] = project
+	}
+	if err := c.Call(ctx, AttachMethod, params, &at); err != nil {
+		c.Close()
+		return nil, Attached{}, err
+	}
+	return c, at, nil
+}
+
+// AskStatus asks the daemon of agentDir for its [Status].
+func AskStatus(ctx context.Context, agentDir string) (Status, error) {
+	var st Status
+	err := oneCall(ctx, agentDir, StatusMethod, &st)
+	return st, err
+}
+
+// AskStop asks the daemon of agentDir to stop and returns its pid; it
+// does not wait for it to end ([WaitStopped] does).
+func AskStop(ctx context.Context, agentDir string) (int, error) {
+	var res struct {
+		PID int `json:"pid"`
+	}
+	err := oneCall(ctx, agentDir, StopMethod, &res)
+	return res.PID, err
+}
+
+// oneCall dials, makes one daemon request, and closes.
+func oneCall(ctx context.Context, agentDir, method string, result any) error {
+	conn, err := Dial(ctx, agentDir)
+	if err != nil {
+		return err
+	}
+	c := NewClient(conn, nil)
+	defer c.Close()
+	return c.Call(ctx, method, nil, result)
+}
+
+// WaitStopped waits until no daemon holds agentDir's lock file, that
+// is until a daemon asked to stop ([AskStop]) has closed its engines
+// and let go, or ctx ends.
+func WaitStopped(ctx context.Context, agentDir string) error {
+	f, _, err := safefile.OpenAppend(LockPath(agentDir), 0o600)
+	if err != nil {
+		return fmt.Errorf("daemon lock file: %w", err)
+	}
+	defer f.Close()
+	if err := safefile.LockFile(ctx, f, nil); err != nil {
+		return err
+	}
+	safefile.UnlockFile(f)
+	return nil
+}
+
+// Running reports whether a daemon holds agentDir's lock file: one runs,
+// or is starting and about to listen.
+func Running(agentDir string) bool {
+	f, _, err := safefile.OpenAppend(LockPath(agentDir), 0o600)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	try, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := safefile.LockFile(try, f, cancel); err != nil {
+		return errors.Is(err, context.Canceled)
+	}
+	safefile.UnlockFile(f)
+	return false
+}

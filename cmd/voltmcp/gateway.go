@@ -389,6 +389,10 @@ Examples:
 		}
 		defer eng.Close()
 		login.eng = eng
+		// What loading left behind goes back to the system once idle.
+		idleCtx, stopIdle := context.WithCancel(ctx)
+		defer stopIdle()
+		go releaseIdleMemory(idleCtx, idleCheckEvery, idleAllocs, releaseAfterAllocs, nil)
 		for _, d := range eng.Diagnostics() {
 			if d.Severity != cue.SeverityInfo {
 				fmt.Fprintln(e.stderr, d)

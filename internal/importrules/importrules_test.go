@@ -42,8 +42,9 @@ var (
 	sanitize   = mod("sanitize")
 	safefile   = mod("safefile")
 	regofile   = mod("regofile")
+	devicesPkg = mod("devices")
 	testwait   = mod("internal/testwait")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, daemonPkg, redactPkg, sanitize, safefile, regofile}
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, daemonPkg, redactPkg, sanitize, safefile, regofile, devicesPkg}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
@@ -90,6 +91,7 @@ var importRules = []importRule{
 	{rule: "regofile imports only safefile and the standard library", from: []string{regofile}, only: []string{regofile, safefile}, tests: true},
 	{rule: "only cue and policies import regofile", from: []string{thisModule}, except: []string{cuePkg, policies, regofile}, deny: []string{regofile},
 		hint: "regofile is the one walk that finds policy files, for project trust (cue) and the policy loader (policies); a new user is added to this rule's except list"},
+	{rule: "devices imports only safefile and the standard library", from: []string{devicesPkg}, only: []string{devicesPkg, safefile}, tests: true},
 	{rule: "internal/testwait imports only the standard library", from: []string{testwait}, only: []string{testwait}},
 	{rule: "cue never imports engine, policies or wasm (nor the MCP SDK, OPA or wazero)", from: []string{cuePkg}, deny: []string{engine, policies, wasmPkg, mcpSDK, opa, wazero}, tests: true},
 	{rule: "policies imports only open-policy-agent/opa, redact, safefile, regofile and the standard library", from: []string{policies}, only: []string{opa, policies, redactPkg, safefile, regofile}},

@@ -93,6 +93,10 @@ func runDaemon(ctx context.Context, e *env, maxConns int) error {
 	}
 	stderr := &lockedWriter{w: e.stderr}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// What opening workspaces left behind goes back to the system once idle.
+	idleCtx, stopIdle := context.WithCancel(ctx)
+	defer stopIdle()
+	go releaseIdleMemory(idleCtx, idleCheckEvery, idleAllocs, releaseAfterAllocs, nil)
 	err := daemon.Run(ctx, &daemon.Options{
 		AgentDir: e.g.agentDir,
 		Engine: func(string) engine.Options {

@@ -68,7 +68,7 @@ deny contains "no resources for remote clients" if {
 	if err := os.WriteFile(file, append(data, ' '), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	later := time.Now().Add(2 * time.Second)
+	later := time.Now().Add(2 * time.Second) // testwait: a file time ahead of the last stamp, not a wait
 	if err := os.Chtimes(file, later, later); err != nil {
 		t.Fatal(err)
 	}

@@ -384,6 +384,11 @@ type McpEvent struct {
 	// Missed is set on a gap event: how many events were lost; its Seq is
 	// the last one lost.
 	Missed uint64 `json:"missed,omitempty"`
+	// Added, Removed and Changed are set on mcp_config_reloaded: the ids
+	// of the servers the change added, removed and changed.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
 }
 
 // EventSchema names the event format.
@@ -394,5 +399,6 @@ func eventOf(ev engine.Event) McpEvent {
 		Type: string(ev.Type), At: ev.Time.UTC().Format(time.RFC3339Nano),
 		Server: ev.Server, Status: spellStatus(ev.Status), Previous: spellStatus(ev.Previous), EngineStatus: string(ev.Status),
 		Error: ev.Error, CallID: ev.CallID, Tool: ev.Tool, CallStatus: ev.CallStatus, DurationMs: ev.DurationMs,
-		Progress: ev.Progress, Total: ev.Total, Message: ev.Message, AuthStatus: ev.AuthStatus}
+		Progress: ev.Progress, Total: ev.Total, Message: ev.Message, AuthStatus: ev.AuthStatus,
+		Added: ev.Added, Removed: ev.Removed, Changed: ev.Changed}
 }

@@ -74,6 +74,12 @@ func (l *daemonLink) connect(ctx context.Context) (*daemon.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, attachTimeout)
 	defer cancel()
 	c, _, err := daemon.Attach(ctx, l.e.g.agentDir, l.project, nil)
+	var gone *daemon.GoneError
+	if errors.As(err, &gone) {
+		// A daemon killed a moment ago can still take a connection into
+		// its listen queue, and reset it as it dies: look again once.
+		c, _, err = daemon.Attach(ctx, l.e.g.agentDir, l.project, nil)
+	}
 	if errors.Is(err, daemon.ErrNotRunning) && l.mode == daemonAuto {
 		if serr := l.start(ctx); serr != nil {
 			return nil, serr

@@ -34,17 +34,23 @@ func releaseIdleMemory(ctx context.Context, every time.Duration, idle, burst uin
 		free = debug.FreeOSMemory
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	allocs := func() uint64 {
+	watchIdle(ctx, every, idle, burst, func() uint64 {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() != metrics.KindUint64 {
 			return 0
 		}
 		return sample[0].Value.Uint64()
-	}
+	}, free)
+}
+
+// watchIdle is releaseIdleMemory with the count of bytes allocated read
+// by allocs.
+func watchIdle(ctx context.Context, every time.Duration, idle, burst uint64, allocs func() uint64, free func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := allocs()
-	released := last
+	// What the process allocated before the watch began (loading) counts
+	// toward the first burst.
+	last, released := allocs(), uint64(0)
 	for {
 		select {
 		case <-ctx.Done():

@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Sizes of the idle-memory benchmark: the standalone gateway of
@@ -30,31 +28,14 @@ const (
 // sys-MiB what the runtime holds of the system. VOLTMCP_TEST_HEAPPROFILE
 // writes a heap profile of the idle engine.
 func BenchmarkIdleMemory(b *testing.B) {
-	servers := map[string]server{}
-	for i := range idleServers {
-		servers[fmt.Sprintf("svc-%03d", i)] = stdio(mcptest.ModeBehave, nil)
-	}
-	opts := benchWorkspace(b, servers)
-	probe, err := New(context.Background(), &opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := probe.Config()
-	store := cacheStore{dir: filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache")}
-	for n, srv := range cfg.Servers {
-		m := &Metadata{Format: cacheFormat, Server: srv.ID, Identity: srv.Identity(), FetchedAt: time.Now().UTC(), Transport: "stdio"}
-		for i := range idleTools {
-			mt := benchTool(n, i)
-			mt.Name = fmt.Sprintf("%s_%d", mt.Name, i) // unique within the server
-			m.Tools = append(m.Tools, toolOf(mt))
+	opts, _ := cachedListings(b, idleServers, func(n, i int) *mcp.Tool {
+		if i >= idleTools {
+			return nil
 		}
-		m.Hash = metadataHash(m.Tools)
-		storeListingRatings(b, probe, m)
-		if err := store.save(m); err != nil {
-			b.Fatal(err)
-		}
-	}
-	probe.Close()
+		t := benchTool(n, i)
+		t.Name = fmt.Sprintf("%s_%d", t.Name, i) // unique within the server
+		return t
+	})
 	ctx := context.Background()
 	var heap, sys float64
 	for b.Loop() {

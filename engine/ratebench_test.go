@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
 )
 
@@ -30,29 +33,12 @@ const (
 //
 // benchstat -col /pass puts the two passes side by side.
 func BenchmarkFirstSearches(b *testing.B) {
-	servers := map[string]server{}
-	for i := range rateBenchServers {
-		servers[fmt.Sprintf("svc-%03d", i)] = stdio(mcptest.ModeBehave, nil)
-	}
-	opts := benchWorkspace(b, servers)
-	probe, err := New(context.Background(), &opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := probe.Config()
-	store := cacheStore{dir: filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache")}
-	for n, srv := range cfg.Servers {
-		m := &Metadata{Format: cacheFormat, Server: srv.ID, Identity: srv.Identity(), FetchedAt: time.Now().UTC(), Transport: "stdio"}
-		for i := range rateBenchTools {
-			m.Tools = append(m.Tools, toolOf(benchTool(n, i*3+n)))
+	opts, cfg := cachedListings(b, rateBenchServers, func(n, i int) *mcp.Tool {
+		if i >= rateBenchTools {
+			return nil
 		}
-		m.Hash = metadataHash(m.Tools)
-		storeListingRatings(b, probe, m)
-		if err := store.save(m); err != nil {
-			b.Fatal(err)
-		}
-	}
-	probe.Close()
+		return benchTool(n, i*3+n)
+	})
 	opts.Config = cfg
 	queries := make([]string, rateBenchSearches)
 	for i := range queries {
@@ -95,4 +81,40 @@ func BenchmarkFirstSearches(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 		})
 	}
+}
+
+// cachedListings writes a workspace of servers lazy servers whose
+// listings are cached with their ratings, as discovery stores them: the
+// tools of server n are tool(n, 0), tool(n, 1), ... up to the first nil.
+// It returns the engine options and the config they load.
+func cachedListings(b *testing.B, servers int, tool func(n, i int) *mcp.Tool) (Options, *cue.Config) {
+	b.Helper()
+	defs := map[string]server{}
+	for i := range servers {
+		defs[fmt.Sprintf("svc-%03d", i)] = stdio(mcptest.ModeBehave, nil)
+	}
+	opts := benchWorkspace(b, defs)
+	probe, err := New(context.Background(), &opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer probe.Close()
+	cfg := probe.Config()
+	store := cacheStore{dir: filepath.Join(opts.Home, ".volt", "agent", "mcp", "cache")}
+	for n, srv := range cfg.Servers {
+		m := &Metadata{Format: cacheFormat, Server: srv.ID, Identity: srv.Identity(), FetchedAt: time.Now().UTC(), Transport: "stdio"}
+		for i := 0; ; i++ {
+			t := tool(n, i)
+			if t == nil {
+				break
+			}
+			m.Tools = append(m.Tools, toolOf(t))
+		}
+		m.Hash = metadataHash(m.Tools)
+		storeListingRatings(b, probe, m)
+		if err := store.save(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return opts, cfg
 }

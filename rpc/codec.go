@@ -260,16 +260,7 @@ func walk(dec *json.Decoder, t reflect.Type, path string) *Error {
 		}
 		fs := fieldsOf(t)
 		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
-			}
-			key := kt.(string)
-			name := join(path, key)
-			if seen[key] {
-				return errorf(CodeInvalidParams, "duplicate key %q", name)
-			}
+		err := members(dec, path, func(key, name string) *Error {
 			seen[key] = true
 			ft, ok := fs.types[key]
 			if !ok {
@@ -280,12 +271,10 @@ func walk(dec *json.Decoder, t reflect.Type, path string) *Error {
 				}
 				return errorf(CodeInvalidParams, "unknown field %q", name)
 			}
-			if err := walk(dec, ft, name); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
+			return walk(dec, ft, name)
+		})
+		if err != nil {
+			return err
 		}
 		for _, r := range fs.required {
 			if !seen[r] {
@@ -300,23 +289,9 @@ func walk(dec *json.Decoder, t reflect.Type, path string) *Error {
 		if tok != json.Delim('{') {
 			return wrongType(path, "an object", tok)
 		}
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
-			}
-			key := kt.(string)
-			if seen[key] {
-				return errorf(CodeInvalidParams, "duplicate key %q", join(path, key))
-			}
-			seen[key] = true
-			if err := walk(dec, t.Elem(), join(path, key)); err != nil {
-				return err
-			}
-		}
-		_, _ = dec.Token()
-		return nil
+		return members(dec, path, func(_, name string) *Error {
+			return walk(dec, t.Elem(), name)
+		})
 	case reflect.Slice:
 		if tok == nil {
 			return nil
@@ -324,13 +299,9 @@ func walk(dec *json.Decoder, t reflect.Type, path string) *Error {
 		if tok != json.Delim('[') {
 			return wrongType(path, "an array", tok)
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walk(dec, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		_, _ = dec.Token()
-		return nil
+		return elements(dec, path, func(name string) *Error {
+			return walk(dec, t.Elem(), name)
+		})
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
 			return wrongType(path, "a string", tok)
@@ -360,39 +331,59 @@ func walk(dec *json.Decoder, t reflect.Type, path string) *Error {
 // walkAny reads the rest of a value whose first token is tok, of any
 // type, refusing duplicate keys in its objects.
 func walkAny(dec *json.Decoder, tok json.Token, path string) *Error {
+	value := func(name string) *Error {
+		vt, err := dec.Token()
+		if err != nil {
+			return errorf(CodeParseError, "invalid JSON at %s: %v", name, err)
+		}
+		return walkAny(dec, vt, name)
+	}
 	switch tok {
 	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
-			}
-			key := kt.(string)
-			if seen[key] {
-				return errorf(CodeInvalidParams, "duplicate key %q", join(path, key))
-			}
-			seen[key] = true
-			vt, err := dec.Token()
-			if err != nil {
-				return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
-			}
-			if err := walkAny(dec, vt, join(path, key)); err != nil {
-				return err
-			}
-		}
-		_, _ = dec.Token()
+		return members(dec, path, func(_, name string) *Error { return value(name) })
 	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			vt, err := dec.Token()
-			if err != nil {
-				return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
-			}
-			if err := walkAny(dec, vt, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+		return elements(dec, path, value)
+	}
+	return nil
+}
+
+// members reads the members of an object whose '{' has been read, up to
+// and with its '}', refusing a duplicate key; for each it calls value,
+// which reads the member's value, with the key and the key's path.
+func members(dec *json.Decoder, path string, value func(key, name string) *Error) *Error {
+	seen := map[string]bool{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
 		}
-		_, _ = dec.Token()
+		key := kt.(string)
+		name := join(path, key)
+		if seen[key] {
+			return errorf(CodeInvalidParams, "duplicate key %q", name)
+		}
+		seen[key] = true
+		if err := value(key, name); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
+	}
+	return nil
+}
+
+// elements reads the elements of an array whose '[' has been read, up to
+// and with its ']'; for each it calls value, which reads the element,
+// with the element's path.
+func elements(dec *json.Decoder, path string, value func(name string) *Error) *Error {
+	for i := 0; dec.More(); i++ {
+		if err := value(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errorf(CodeParseError, "invalid JSON at %s: %v", path, err)
 	}
 	return nil
 }

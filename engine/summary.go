@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine/internal/output"
@@ -79,10 +81,16 @@ type ServerSummary struct {
 	RecentCalls []RecentCall `json:"recentCalls"`
 }
 
-// ToolCount counts a server's tools: those in the cache, and those of
-// the live session when connected.
+// ToolCount counts a server's tools.
 type ToolCount struct {
+	// Cached is how many tools the cached listing holds (the live
+	// session's listing is cached as it is made).
 	Cached int `json:"cached"`
+	// Enabled is how many of them an agent can find and call: those the
+	// tool policy exposes, and none of a disabled or untrusted server's.
+	// It is absent (nil) where the summary does not count it: a server
+	// never listed, and the gateway's own summaries.
+	Enabled *int `json:"enabled,omitempty"`
 }
 
 // SummaryActions says which management actions apply to a server now.
@@ -114,9 +122,16 @@ func (e *Engine) summaries(withCalls bool) []ServerSummary {
 	persist := e.opts.Config == nil
 	invalid := e.invalid
 	e.mu.Unlock()
+	var exposed map[string]int
+	if withCalls {
+		exposed = e.exposedCounts()
+	}
 	out := make([]ServerSummary, 0, len(sups)+len(untrusted))
 	for _, s := range sups {
 		sum := s.summary(persist)
+		if withCalls {
+			sum.countEnabled(exposed)
+		}
 		sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
 		sum.ConfigError = invalid.forFile(s.cfg.File)
 		if withCalls {
@@ -146,12 +161,36 @@ func (e *Engine) Server(id string) (ServerSummary, error) {
 		return ServerSummary{}, err
 	}
 	sum := s.summary(e.opts.Config == nil)
+	sum.countEnabled(e.exposedCounts())
 	sum.PendingChanges, sum.Quarantined, sum.PinError = s.pinSummary()
 	e.mu.Lock()
 	sum.ConfigError = e.invalid.forFile(s.cfg.File)
 	e.mu.Unlock()
 	sum.RecentCalls = e.recentCalls(s.cfg.ID, e.recent.size)
 	return sum, nil
+}
+
+// exposedCounts counts the exposed tools of each server in the search
+// index, which holds the exposed tools of every server with a listing
+// that is neither disabled nor untrusted, decided once per listing.
+func (e *Engine) exposedCounts() map[string]int {
+	_, tools, _ := e.index(context.Background())
+	n := map[string]int{}
+	for k := range tools {
+		server, _, _ := strings.Cut(k, "\x00")
+		n[server]++
+	}
+	return n
+}
+
+// countEnabled sets sum.ToolCounts.Enabled from exposed (see
+// [Engine.exposedCounts]) when the server has a cached listing.
+func (sum *ServerSummary) countEnabled(exposed map[string]int) {
+	if sum.MetadataFetchedAt == nil {
+		return
+	}
+	n := exposed[sum.ID]
+	sum.ToolCounts.Enabled = &n
 }
 
 func (s *supervisor) summary(persist bool) ServerSummary {

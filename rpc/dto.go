@@ -71,10 +71,13 @@ type McpServerSummary struct {
 }
 
 // McpToolCounts counts a server's tools: Cached in the cached listing,
-// Live in the live session when there is one.
+// Live in the live session when there is one, Enabled those an agent can
+// find and call (exposed by the tool policy, of a server neither disabled
+// nor untrusted), when there is a cached listing.
 type McpToolCounts struct {
-	Cached int  `json:"cached"`
-	Live   *int `json:"live,omitempty"`
+	Cached  int  `json:"cached"`
+	Live    *int `json:"live,omitempty"`
+	Enabled *int `json:"enabled,omitempty"`
 }
 
 // McpCapabilities says which management actions apply to a server now.
@@ -173,7 +176,7 @@ func summaryOf(s engine.ServerSummary, auth *engine.AuthInfo, flow string, canAu
 		ID: s.ID, DisplayName: s.DisplayName, SourceScope: s.SourceScope, SourceLabel: s.SourceLabel,
 		Enabled: s.Enabled, ActiveInSession: active, Transport: spellTransport(s.Transport),
 		Lifecycle: spellLifecycle(s.Lifecycle), Status: spellStatus(s.Status), AuthState: authStateOf(s, auth, flow),
-		ToolCounts: McpToolCounts{Cached: s.ToolCounts.Cached}, ResourceCount: s.Resources, PromptCount: s.Prompts,
+		ToolCounts: McpToolCounts{Cached: s.ToolCounts.Cached, Enabled: s.ToolCounts.Enabled}, ResourceCount: s.Resources, PromptCount: s.Prompts,
 		RecentCalls: recentCallsOf(s.RecentCalls), LastError: s.LastError, LastConnectedAt: rfc3339(s.LastConnectedAt),
 		Capabilities: McpCapabilities{CanEnable: s.Capabilities.CanEnable, CanConnect: s.Capabilities.CanConnect,
 			CanDisconnect: s.Capabilities.CanDisconnect, CanRefresh: s.Capabilities.CanRefresh,

@@ -45,7 +45,26 @@ func Read(path string, fn func(Record) error) error {
 
 // Follow is [Read], then it waits for new records and calls fn with
 // each, across rotations, until ctx ends (returning nil) or fn fails.
+// It looks for new records five times a second; when the log was rotated
+// twice between two looks, the generation in between is read whole
+// before the newest one (a log rotated more often than that loses its
+// older generations to rotation itself).
 func Follow(ctx context.Context, path string, fn func(Record) error) error {
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	return follow(path, fn, func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			return true
+		}
+	})
+}
+
+// follow is Follow, waiting between looks with wait, which reports false
+// to end it.
+func follow(path string, fn func(Record) error, wait func() bool) error {
 	cur, err := openRead(path)
 	if err != nil {
 		return err
@@ -59,8 +78,6 @@ func Follow(ctx context.Context, path string, fn func(Record) error) error {
 		return err
 	}
 	var r lineReader
-	tick := time.NewTicker(followPoll)
-	defer tick.Stop()
 	for {
 		if cur != nil {
 			if err := r.read(cur, fn); err != nil {
@@ -81,18 +98,45 @@ func Follow(ctx context.Context, path string, fn func(Record) error) error {
 						next.Close()
 						return err
 					}
+					err := readBetween(path, curInfo, next, fn)
 					cur.Close()
+					if err != nil {
+						next.Close()
+						return err
+					}
 				}
 				cur, r = next, lineReader{}
 				continue
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !wait() {
 			return nil
-		case <-tick.C:
 		}
 	}
+}
+
+// readBetween reads, whole, the older generation of the log at path when
+// it is neither the file last read (curInfo: one rotation since) nor
+// next, the newest: then the log was rotated twice since the last look,
+// and that generation was never read.
+func readBetween(path string, curInfo os.FileInfo, next *os.File, fn func(Record) error) error {
+	old, err := openRead(path + ".1")
+	if err != nil || old == nil {
+		return err
+	}
+	defer old.Close()
+	oi, err := old.Stat()
+	if err != nil {
+		return err
+	}
+	if curInfo != nil && os.SameFile(oi, curInfo) {
+		return nil
+	}
+	if ni, _ := statOf(next); ni != nil && os.SameFile(oi, ni) {
+		return nil
+	}
+	var r lineReader
+	return r.read(old, fn)
 }
 
 // statOf returns what fstat says of f, nil for a nil f.

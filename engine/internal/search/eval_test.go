@@ -74,37 +74,17 @@ var plainBM25 = rankParams{
 	pooled: true,
 }
 
-// moduleRoot walks up from the working directory to the directory of
-// go.mod.
-func moduleRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// loadMCPZero reads the MCP-Zero tool-retrieval set that sits next to
-// the repository, in ../shared/eval/tool-retrieval/mcpzero; it skips the
-// test or benchmark when the set is absent. The set is for internal
-// evaluation only and is never copied into the repository.
+// loadMCPZero reads the MCP-Zero tool-retrieval set (tools.jsonl and
+// queries.jsonl) from the directory $VOLTMCP_MCPZERO_DIR names; it skips
+// the test or benchmark when that is unset. The set is for evaluation
+// only and is never copied into the repository.
 func loadMCPZero(tb testing.TB) ([]Doc, []evalQuery) {
 	tb.Helper()
-	dir := filepath.Join(moduleRoot(tb), "..", "shared", "eval", "tool-retrieval", "mcpzero")
-	tools, err := os.ReadFile(filepath.Join(dir, "tools.jsonl"))
-	if os.IsNotExist(err) {
-		tb.Skip("the MCP-Zero evaluation set is absent (../shared/eval/tool-retrieval/mcpzero next to the module); skipping")
+	dir := os.Getenv("VOLTMCP_MCPZERO_DIR")
+	if dir == "" {
+		tb.Skip("the MCP-Zero evaluation set is not given: set VOLTMCP_MCPZERO_DIR to a directory holding its tools.jsonl and queries.jsonl")
 	}
+	tools, err := os.ReadFile(filepath.Join(dir, "tools.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -412,4 +412,3 @@ type reason struct {
 
 func (r *reason) Error() string        { return r.msg }
 func (r *reason) Is(target error) bool { return target == r.is }
-func pathless(err error) error         { return Pathless(err) }

@@ -1,7 +1,6 @@
 package wasm_test
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/voltmcp/voltmcp/wasm"
@@ -270,5 +269,3 @@ func without(name string) func(*wmodule) {
 	}
 }
 
-// le32 is a little-endian u32, for data segments.
-func le32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }

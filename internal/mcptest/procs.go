@@ -68,12 +68,6 @@ const (
 	DeepAnswerDepth = 20_000
 )
 
-// isProcsSDKMode reports whether mode is one of this file's modes served
-// by an mcp.Server.
-func isProcsSDKMode(mode string) bool {
-	return mode == ModeSetsidGrandchild || mode == ModeSegvCall
-}
-
 // runProcsChild runs the internal modes; ok is false for any other mode.
 func runProcsChild(mode string) (status int, ok bool) {
 	switch mode {

@@ -321,30 +321,6 @@ func TestToolsMaxStable(t *testing.T) {
 	}
 }
 
-// checkText fails unless out is what SanitizeText may return.
-func checkText(t *testing.T, out string, maxChars int) {
-	t.Helper()
-	if !utf8.ValidString(out) {
-		t.Fatalf("invalid UTF-8: %q", out)
-	}
-	if maxChars > 0 && utf8.RuneCountInString(out) > maxChars {
-		t.Fatalf("%d characters, over %d", utf8.RuneCountInString(out), maxChars)
-	}
-	prev := rune(-1)
-	for _, ru := range out {
-		switch {
-		case ru == '\n' || ru == '\t':
-		case ru < 0x20 || ru >= 0x7f && ru < 0xa0:
-			t.Fatalf("control %U in %q", ru, out)
-		case sanitize.Invisible(ru):
-			t.Fatalf("invisible %U in %q", ru, out)
-		case sanitize.IsVariationSelector(ru) && (prev == -1 || sanitize.IsVariationSelector(prev) || prev == ' ' || prev == '\n' || prev == '\t'):
-			t.Fatalf("stray variation selector in %q", out)
-		}
-		prev = ru
-	}
-}
-
 // FuzzSchema checks Schema on any input: its output is valid, compact
 // (a second pass changes nothing), within the bounds; and when nothing
 // was cleaned or clipped, the output is the input's value as

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -83,6 +84,30 @@ func TestServerLogOfACrashAtStart(t *testing.T) {
 		if perm := info.Mode().Perm(); perm != 0o600 && perm != 0o700 || info.IsDir() != (perm == 0o700) {
 			t.Errorf("%s: mode %#o", p, perm)
 		}
+	}
+	recs, more, err := e.ServerLog("nodecrash", 0)
+	if err != nil || more || len(recs) == 0 {
+		t.Fatalf("ServerLog: %d records, more %v, %v", len(recs), more, err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Kind+" "+r.Text)
+		for _, form := range redact.Forms(secret) {
+			if strings.Contains(r.Text, form) {
+				t.Errorf("ServerLog holds the secret as %q", form)
+			}
+		}
+	}
+	if all := strings.Join(got, "\n"); !strings.Contains(all, "stderr Error: Cannot find module '/srv/dist/index.js' token=[redacted]") ||
+		!strings.Contains(all, "error ") || !strings.HasSuffix(all, recs[len(recs)-1].Kind+" "+recs[len(recs)-1].Text) {
+		t.Errorf("ServerLog:\n%s", all)
+	}
+	last, more, err := e.ServerLog("nodecrash", 1)
+	if err != nil || !more || len(last) != 1 || last[0] != recs[len(recs)-1] {
+		t.Errorf("ServerLog of 1: %+v, more %v, %v; want the last of %d", last, more, err, len(recs))
+	}
+	if _, _, err := e.ServerLog("nosuch", 0); !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("ServerLog of an unknown server: %v", err)
 	}
 	sum, _ := e.Server("nodecrash")
 	if want := filepath.Join("~", ".volt", "agent", "mcp", "logs", ident+".log"); sum.Log != want || sum.LogError != "" {
@@ -221,5 +246,11 @@ func TestServerLogOfAFloodIsBounded(t *testing.T) {
 	}
 	if sum, _ := e.Server("loud"); sum.LogError != "" {
 		t.Errorf("log error %q", sum.LogError)
+	}
+	for _, c := range []struct{ ask, want int }{{0, DefaultLogRecords}, {7, 7}, {1 << 20, MaxLogRecords}} {
+		recs, more, err := e.ServerLog("loud", c.ask)
+		if err != nil || !more || len(recs) != c.want {
+			t.Errorf("ServerLog(%d): %d records, more %v, %v; want %d and more", c.ask, len(recs), more, err, c.want)
+		}
 	}
 }

@@ -14,6 +14,9 @@ import (
 type method struct {
 	name string
 	run  func(c *connection, ctx context.Context, params json.RawMessage) (any, *Error)
+	// params makes a fresh value of the params the method decodes; nil
+	// for a method that takes its params as they came.
+	params func() any
 }
 
 // def makes a method whose params decode into P. For a remote client
@@ -35,7 +38,7 @@ func def[P any](name string, run func(c *connection, ctx context.Context, p *P) 
 			}
 		}
 		return run(c, ctx, &p)
-	}}
+	}, params: func() any { return new(P) }}
 }
 
 // The server each method's params name, for the voltmcp.remote decision.
@@ -49,6 +52,7 @@ func (p *callParams) serverID() string         { return p.ID }
 func (p *recentParams) serverID() string       { return p.ID }
 func (p *completeAuthParams) serverID() string { return p.ID }
 func (p *approveParams) serverID() string      { return p.ID }
+func (p *logParams) serverID() string          { return p.ID }
 
 // The params of the methods. A field tagged rpc:"required" must be
 // present.
@@ -138,6 +142,7 @@ func allMethods() []*method {
 		def("approve_mcp_server", func(c *connection, ctx context.Context, p *approveParams) (any, *Error) {
 			return c.summary(p.ID, c.s.eng.Approve(ctx, p.ID, p.Tools...))
 		}),
+		def("read_mcp_server_log", (*connection).serverLog),
 		gatewayMethod(),
 	}
 }

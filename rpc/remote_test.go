@@ -31,6 +31,7 @@ func TestRemoteClientIsDecided(t *testing.T) {
 		{"call_mcp_tool", `{"id":"demo","tool":"echo","arguments":{"text":"hi"}}`, "not on the remote-safe list"},
 		{"approve_mcp_server", `{"id":"demo"}`, "not on the remote-safe list"},
 		{"list_mcp_pins", `{"id":"demo"}`, "not on the remote-safe list"},
+		{"read_mcp_server_log", `{"id":"demo"}`, "not on the remote-safe list"},
 		{"complete_mcp_server_auth", `{"id":"demo","callbackUrl":"http://127.0.0.1:1/cb?code=x"}`, "only for local callers"},
 		{"start_mcp_server_auth", `{"id":"demo"}`, "device-code"},
 	} {

@@ -30,11 +30,15 @@ func TestMain(m *testing.M) {
 // mcptest's well-behaved server.
 func newEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	root := t.TempDir()
 	command, args, env := mcptest.Command(mcptest.ModeBehave)
-	doc := map[string]any{"version": 1, "servers": map[string]any{
-		"demo": map[string]any{"command": command, "args": args, "env": env},
-	}}
+	return newEngineWith(t, map[string]any{"demo": map[string]any{"command": command, "args": args, "env": env}})
+}
+
+// newEngineWith starts an engine over a project with these servers.
+func newEngineWith(t *testing.T, servers map[string]any) *engine.Engine {
+	t.Helper()
+	root := t.TempDir()
+	doc := map[string]any{"version": 1, "servers": servers}
 	data, _ := json.Marshal(doc)
 	if err := os.MkdirAll(filepath.Join(root, ".volt"), 0o755); err != nil {
 		t.Fatal(err)
@@ -102,12 +106,18 @@ func (c *client) read() map[string]any {
 	}
 }
 
-// call sends a request and returns its result, failing on an error.
-func (c *client) call(method string, params any) map[string]any {
+// callRaw sends a request and returns the whole answer.
+func (c *client) callRaw(method string, params any) map[string]any {
 	c.t.Helper()
 	p, _ := json.Marshal(params)
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":%q,"params":%s}`, method, p))
-	m := c.read()
+	return c.read()
+}
+
+// call sends a request and returns its result, failing on an error.
+func (c *client) call(method string, params any) map[string]any {
+	c.t.Helper()
+	m := c.callRaw(method, params)
 	if m["error"] != nil {
 		c.t.Fatalf("%s: %v", method, m["error"])
 	}
@@ -434,7 +444,7 @@ func checkAccepted(t *testing.T, raw json.RawMessage, dst any) {
 // paramTypes are a fresh value of every params type.
 func paramTypes() []any {
 	return []any{&noParams{}, &serverParams{}, &enabledParams{}, &toolParams{}, &pageParams{}, &readResourceParams{},
-		&promptParams{}, &callParams{}, &recentParams{}, &completeAuthParams{}, &approveParams{}, &subscribeParams{}}
+		&promptParams{}, &callParams{}, &recentParams{}, &completeAuthParams{}, &approveParams{}, &subscribeParams{}, &logParams{}}
 }
 
 // exampleRequests is one request of each method, as docs/rpc.md shows.
@@ -464,6 +474,7 @@ func exampleRequests() []string {
 		`{"jsonrpc":"2.0","id":22,"method":"call_mcp_tool","params":{"id":"github","tool":"search_issues","arguments":{"q":"bug"}}}`,
 		`{"jsonrpc":"2.0","id":23,"method":"list_mcp_pins","params":{"id":"github"}}`,
 		`{"jsonrpc":"2.0","id":24,"method":"approve_mcp_server","params":{"id":"github","tools":["search_issues"]}}`,
+		`{"jsonrpc":"2.0","id":25,"method":"read_mcp_server_log","params":{"id":"github","limit":50}}`,
 	}
 }
 

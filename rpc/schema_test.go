@@ -35,6 +35,8 @@ var wireTypes = map[string]reflect.Type{
 	"McpAuthFlow":          reflect.TypeFor[McpAuthFlow](),
 	"McpEvent":             reflect.TypeFor[McpEvent](),
 	"Capabilities":         reflect.TypeFor[Capabilities](),
+	"McpServerLog":         reflect.TypeFor[McpServerLog](),
+	"McpLogRecord":         reflect.TypeFor[McpLogRecord](),
 }
 
 // schemaType is the JSON Schema type of a Go type, "" for any JSON.
@@ -199,31 +201,11 @@ func TestDocumentedMethods(t *testing.T) {
 	}
 }
 
-// paramsOf is a fresh params value of method.
+// paramsOf is a fresh params value of method, nil for one that takes
+// its params as they came.
 func paramsOf(method string) any {
-	switch method {
-	case "get_mcp_capabilities", "list_mcp_servers", "unsubscribe_mcp_events":
-		return &noParams{}
-	case "set_mcp_server_enabled":
-		return &enabledParams{}
-	case "get_mcp_tool":
-		return &toolParams{}
-	case "list_mcp_resources", "list_mcp_prompts":
-		return &pageParams{}
-	case "read_mcp_resource":
-		return &readResourceParams{}
-	case "get_mcp_prompt":
-		return &promptParams{}
-	case "call_mcp_tool":
-		return &callParams{}
-	case "list_mcp_recent_calls":
-		return &recentParams{}
-	case "complete_mcp_server_auth":
-		return &completeAuthParams{}
-	case "approve_mcp_server":
-		return &approveParams{}
-	case "subscribe_mcp_events":
-		return &subscribeParams{}
+	if m := methodsByName[method]; m != nil && m.params != nil {
+		return m.params()
 	}
-	return &serverParams{}
+	return nil
 }

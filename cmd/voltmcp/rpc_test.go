@@ -390,6 +390,9 @@ func TestRPCEveryMethod(t *testing.T) {
 		t.Errorf("list_mcp_pins: %v", pins)
 	}
 	checkSummary(t, "approve_mcp_server", p.result("approve_mcp_server", map[string]any{"id": "demo"}))
+	if lg := p.result("read_mcp_server_log", map[string]any{"id": "demo"}); lg["id"] != "demo" || lg["records"] == nil {
+		t.Errorf("read_mcp_server_log: %v", lg)
+	}
 	rc := p.call("list_mcp_recent_calls", map[string]any{"id": "demo"})
 	checkRecentCalls(t, rc)
 	sum = p.result("get_mcp_server", map[string]any{"id": "demo"})

@@ -306,6 +306,9 @@ func TestUITmux(t *testing.T) {
 	waitPane("> demo")
 	run("send-keys", "-t", session, "e")
 	pane = waitPane("disable demo: disabled")
+	if testing.Verbose() {
+		t.Logf("the pane:\n%s", ansi.Strip(pane))
+	}
 	after, _ := os.ReadFile(config)
 	if bytes.Equal(before, after) {
 		t.Errorf("the config file did not change:\n%s", after)

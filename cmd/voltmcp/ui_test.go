@@ -73,10 +73,10 @@ func (f *frames) View() tea.View {
 	return v
 }
 
-// frame is the last frame, its styles stripped.
+// frame is the last frame as the model drew it.
 func (f *frames) frame() string {
 	if p := f.last.Load(); p != nil {
-		return ansi.Strip(*p)
+		return *p
 	}
 	return ""
 }
@@ -93,7 +93,7 @@ func waitFrame(t *testing.T, f *frames, want ...string) string {
 	testwait.For(t, "a frame with "+strings.Join(want, ", "), func() bool {
 		got = f.frame()
 		for _, w := range want {
-			if !strings.Contains(got, w) {
+			if !strings.Contains(ansi.Strip(got), w) {
 				return false
 			}
 		}
@@ -107,9 +107,13 @@ func waitFrame(t *testing.T, f *frames, want ...string) string {
 var hostileMarks = []string{"pwned", "evil.example", "\x1b[8m", "\x1b[31mEVIL", "\u202e", "\u2066", "\u200b", "\ufeff", "\U000E0001", "\u009b", "\x00", "\x07"}
 
 // checkFrame fails when a frame is larger than the terminal or holds what
-// the hostile server hid.
+// the hostile server hid. The UI draws these frames plain (NO_COLOR), so
+// a frame holds no escape sequence at all.
 func checkFrame(t *testing.T, frame string, w, h int) {
 	t.Helper()
+	if i := strings.IndexAny(frame, "\x1b\u009b"); i >= 0 {
+		t.Errorf("a plain frame holds an escape sequence at byte %d: %q", i, frame[max(0, i-20):min(len(frame), i+20)])
+	}
 	lines := strings.Split(frame, "\n")
 	if len(lines) > h {
 		t.Errorf("the frame has %d lines, more than the terminal's %d:\n%s", len(lines), h, frame)

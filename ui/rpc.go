@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"encoding/json"
-	"sync"
 )
 
 // Client is the UI's connection to a voltmcp management RPC: Call sends
@@ -27,7 +26,6 @@ const eventQueue = 1024
 type Events struct {
 	ch     chan Event
 	resync chan struct{}
-	mu     sync.Mutex
 }
 
 // NewEvents returns an empty inbox.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -136,5 +137,31 @@ func TestCellsAreClean(t *testing.T) {
 	}
 	if got := cleanBlock("{\n  \"a\": \"\x1b]52;c;eA==\x07x\u202e\"\n}"); strings.ContainsAny(got, "\x1b\x07\u202e") || !strings.Contains(got, "\n") {
 		t.Errorf("cleanBlock = %q", got)
+	}
+}
+
+// TestEventsNeverBlockTheReader checks the inbox: an mcp_event is queued,
+// another method ignored, one that does not decode or does not fit asks
+// for a resync, and Notify returns at once however far the UI is behind.
+func TestEventsNeverBlockTheReader(t *testing.T) {
+	e := NewEvents()
+	e.Notify("other", json.RawMessage(`{"type":"x"}`))
+	e.Notify("mcp_event", json.RawMessage(`{"schema":"mcp_events.v1","seq":1,"type":"mcp_server_status_changed","server":"a"}`))
+	if got := <-e.ch; got.Seq != 1 || got.Server != "a" || got.Type != "mcp_server_status_changed" {
+		t.Errorf("queued %+v", got)
+	}
+	if len(e.ch) != 0 || len(e.resync) != 0 {
+		t.Fatalf("a notification of another method was queued")
+	}
+	e.Notify("mcp_event", json.RawMessage(`{"seq":"not a number"}`))
+	if len(e.resync) != 1 {
+		t.Errorf("an event that does not decode asked for no resync")
+	}
+	<-e.resync
+	for i := range eventQueue + 10 {
+		e.Notify("mcp_event", json.RawMessage(`{"seq":`+strconv.Itoa(i+2)+`,"type":"mcp_call_end","server":"a"}`))
+	}
+	if len(e.ch) != eventQueue || len(e.resync) != 1 {
+		t.Errorf("after %d events: %d queued, %d resyncs; want %d and 1", eventQueue+10, len(e.ch), len(e.resync), eventQueue)
 	}
 }

@@ -331,3 +331,15 @@ func TestUITmux(t *testing.T) {
 	}
 	run("send-keys", "-t", session, "q")
 }
+
+// TestUINeedsATerminal checks that ui, given a pipe, says what to use
+// instead and draws nothing.
+func TestUINeedsATerminal(t *testing.T) {
+	r := runCLI(t, nil, "ui")
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "needs a terminal") {
+		t.Errorf("ui on a pipe:\n%s", r)
+	}
+	if r := runCLI(t, nil, "ui", "extra"); r.code != exitUsage {
+		t.Errorf("ui with an argument:\n%s", r)
+	}
+}

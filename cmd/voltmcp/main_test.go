@@ -106,7 +106,7 @@ func TestCommandsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("command %q lacks a summary, a usage or a run function", c.name)
 		}
 	}
-	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve import add remove setup logs tools doctor completion __complete auth logout rpc daemon events status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
+	if got, want := strings.Join(names, " "), "vet config schema version servers list trust untrust refresh enable disable serve demo audit plugin policy pins approve import add remove setup logs tools doctor completion __complete auth logout rpc daemon events ui status search describe call connect disconnect resources read-resource prompts get-prompt read-cache"; got != want {
 		t.Errorf("commands = %q, want %q", got, want)
 	}
 }
@@ -150,7 +150,8 @@ func TestCommandHelp(t *testing.T) {
 		"serve":         {"http", "token-file", "socket", "no-watch", "daemon", "no-daemon"},
 		"daemon":        {"max-connections", "json"},
 		"events":        {"json", "since"},
-		"status":        {"json"},
+		"status":        {"json", "line"},
+		"ui":            nil,
 		"search":        {"json", "server", "limit", "cursor"},
 		"describe":      {"json"},
 		"call":          {"json", "args"},

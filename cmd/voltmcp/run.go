@@ -131,7 +131,7 @@ func commands() []*command {
 		serversCommand(), listCommand(), trustCommand(), untrustCommand(), refreshCommand(), enableCommand(), disableCommand(), serveCommand(), demoCommand(), auditCommand(), pluginCommand(), policyCommand(), pinsCommand(), approveCommand(),
 		importCommand(), addCommand(), removeCommand(), setupCommand(), logsCommand(),
 
-		toolsCommand(), doctorCommand(), completionCommand(), completeCommand(), authCommand(), logoutCommand(), rpcCommand(), daemonCommand(), eventsCommand()},
+		toolsCommand(), doctorCommand(), completionCommand(), completeCommand(), authCommand(), logoutCommand(), rpcCommand(), daemonCommand(), eventsCommand(), uiCommand()},
 		gatewayCommands()...)
 }
 

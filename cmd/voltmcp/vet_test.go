@@ -17,7 +17,17 @@ import (
 	"github.com/voltmcp/voltmcp/cue"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/vet")
+// The flag -update rewrites the golden files under testdata/vet. teatest's
+// golden package (ui_test.go) defines a flag of the same name first; one
+// flag then serves both.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files under testdata/vet")
+	}
+}
+
+// updating reports whether -update was given.
+func updating() bool { return flag.Lookup("update").Value.String() == "true" }
 
 var vetFormats = []string{"text", "json", "sarif", "github"}
 
@@ -119,7 +129,7 @@ func TestVetGolden(t *testing.T) {
 					t.Errorf("output holds a file:// URI")
 				}
 				golden := filepath.Join(c.dir(), "want."+format)
-				if *update {
+				if updating() {
 					if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
 						t.Fatal(err)
 					}
@@ -689,7 +699,7 @@ func TestVetGoldenFilesAreUsed(t *testing.T) {
 		sort.Strings(got)
 		want := slices.Clone(vetFormats)
 		sort.Strings(want)
-		if !slices.Equal(got, want) && !*update {
+		if !slices.Equal(got, want) && !updating() {
 			t.Errorf("testdata/vet/%s has goldens %v, want %v", e.Name(), got, want)
 		}
 	}

@@ -43,13 +43,16 @@ var (
 	safefile   = mod("safefile")
 	regofile   = mod("regofile")
 	devicesPkg = mod("devices")
+	uiPkg      = mod("ui/...")
 	testwait   = mod("internal/testwait")
-	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, daemonPkg, redactPkg, sanitize, safefile, regofile, devicesPkg}
+	libraries  = []string{cuePkg, policies, wasmPkg, engine, rpcPkg, daemonPkg, redactPkg, sanitize, safefile, regofile, devicesPkg, uiPkg}
 
 	mcpSDK = "github.com/modelcontextprotocol/go-sdk/..."
 	opa    = "github.com/open-policy-agent/opa/..."
 	wazero = "github.com/tetratelabs/wazero/..."
 	pflag  = "github.com/spf13/pflag/..."
+	charm  = "charm.land/..."
+	charmX = "github.com/charmbracelet/x/..."
 )
 
 // allowedThirdParty is every module outside the standard library that a
@@ -62,6 +65,8 @@ var allowedThirdParty = []string{
 	mcpSDK,               // the MCP protocol (engine)
 	"golang.org/x/...",   // extended standard library, already required indirectly
 	"go.uber.org/goleak", // goroutine leak checks in tests (engine)
+	charm,                // the terminal UI: Bubble Tea, Bubbles, Lip Gloss (ui)
+	charmX,               // their ANSI width helpers (ui) and teatest (ui's tests in cmd/voltmcp)
 }
 
 // importRule is one rule of docs/architecture.md ("Import rules" and the import
@@ -85,7 +90,7 @@ var importRules = []importRule{
 	{rule: "sanitize imports only the standard library", from: []string{sanitize}, only: []string{sanitize}, tests: true},
 	{rule: "only cue, policies, engine and cmd/voltmcp import redact", from: []string{thisModule}, except: []string{cuePkg, policies, engine, cli, redactPkg, sanitize}, deny: []string{redactPkg},
 		hint: "redact is the one redaction package, a leaf shared by the config, the policies, the engine and the CLI; a new user is added to this rule's except list"},
-	{rule: "only cue, engine, cmd/voltmcp and wasm import sanitize", from: []string{thisModule}, except: []string{cuePkg, engine, cli, wasmPkg, redactPkg, sanitize}, deny: []string{sanitize},
+	{rule: "only cue, engine, cmd/voltmcp, wasm and ui import sanitize", from: []string{thisModule}, except: []string{cuePkg, engine, cli, wasmPkg, redactPkg, sanitize, uiPkg}, deny: []string{sanitize},
 		hint: "sanitize is a leaf shared by the config, the engine, the CLI and the plugin host; a new user is added to this rule's except list"},
 	{rule: "safefile imports only the standard library (its tests also internal/testwait)", from: []string{safefile}, only: []string{safefile, testwait}, tests: true},
 	{rule: "regofile imports only safefile and the standard library", from: []string{regofile}, only: []string{regofile, safefile}, tests: true},
@@ -110,6 +115,9 @@ var importRules = []importRule{
 	{rule: "daemon imports only the engine's public packages (engine, engine/audit, engine/pollio, engine/serverlog), rpc, cue, safefile and the standard library: never engine/internal", from: []string{daemonPkg},
 		only: []string{daemonPkg, engineRoot, auditPkg, pollioPkg, serverlog, rpcPkg, cuePkg, safefile}},
 	{rule: "only cmd/voltmcp imports daemon: the daemon is the top of the library, a face above the engine and rpc", from: []string{thisModule}, except: []string{cli, daemonPkg}, deny: []string{daemonPkg}, tests: true},
+	{rule: "ui imports only charm.land (Bubble Tea, Bubbles, Lip Gloss), charmbracelet/x, sanitize and the standard library: it talks to the engine over the JSON-RPC wire only", from: []string{uiPkg},
+		only: []string{uiPkg, charm, charmX, sanitize},
+		hint: "the UI is a face above the RPC: what it needs of the engine is an RPC method (docs/rpc.md), decoded into ui's own types"},
 	{rule: "engine/audit and engine/pollio never import engine", from: []string{auditPkg, pollioPkg}, deny: []string{engineRoot}, tests: true},
 	{rule: "no library package imports cmd/", from: libraries, deny: []string{mod("cmd/...")}, tests: true},
 	{rule: "internal/ holds test-only helpers and examples/ examples: library and CLI code never imports them", from: append([]string{mod("cmd/...")}, libraries...), deny: []string{mod("internal/..."), mod("examples/...")}},

@@ -1,7 +1,7 @@
 // Package devices keeps the clients paired with a user's voltmcp daemon
 // (the spec's mobile app, a browser UI): each device has a name, an id and
 // a bearer token of its own, apart from the owner's, which the daemon's
-// HTTP listener accepts and `voltmcp daemon devices --revoke` takes back.
+// HTTP listener accepts and `voltmcp daemon devices revoke` takes back.
 //
 // The store is one JSON file, 0600, written atomically and serialized
 // between processes (package safefile). It holds each token's SHA-256,
@@ -107,7 +107,7 @@ func (s *Store) Pair(ctx context.Context, name string) (Device, string, error) {
 	d := Device{ID: hex.EncodeToString(id[:]), Name: name, PairedAt: s.now().UTC().Truncate(time.Second)}
 	err := s.update(ctx, func(f *file) error {
 		if len(f.Devices) >= MaxDevices {
-			return fmt.Errorf("devices: pair: %d devices are paired, the most there may be; revoke one first (voltmcp daemon devices --revoke ID)", MaxDevices)
+			return fmt.Errorf("devices: pair: %d devices are paired, the most there may be; revoke one first (voltmcp daemon devices revoke ID)", MaxDevices)
 		}
 		if slices.ContainsFunc(f.Devices, func(r record) bool { return r.Name == name }) {
 			return fmt.Errorf("devices: pair: a device named %q is paired already; revoke it or choose another name", name)

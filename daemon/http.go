@@ -45,6 +45,9 @@ const (
 	WorkspaceHeader  = "Voltmcp-Workspace"
 	maxHTTPBody      = 1 << 20
 	httpWriteTimeout = 10 * time.Second
+	// recheckEvery is how often an event stream checks its device's
+	// token again.
+	recheckEvery = time.Second
 	// DefaultMaxHTTPConns bounds the HTTP listener's connections.
 	DefaultMaxHTTPConns = 64
 )
@@ -167,7 +170,8 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "a paired device's token is required: Authorization: Bearer <token> ('voltmcp daemon pair' on the daemon's machine)")
 		return
 	}
-	if _, ok := h.store.Verify(strings.TrimSpace(token)); !ok {
+	token = strings.TrimSpace(token)
+	if _, ok := h.store.Verify(token); !ok {
 		// Which of missing, unknown or revoked is not said.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp daemon", error="invalid_token"`)
 		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "the device token is not accepted ('voltmcp daemon pair' pairs a device)")
@@ -187,7 +191,7 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusMethodNotAllowed, rpc.CodeInvalidRequest, "GET "+HTTPEventsPath+" streams the events")
 			return
 		}
-		h.events(w, r)
+		h.events(w, r, token)
 	default:
 		fail(w, http.StatusNotFound, rpc.CodeInvalidRequest, fmt.Sprintf("no such path %q: POST %s or GET %s", clipPath(r.URL.Path), HTTPRPCPath, HTTPEventsPath))
 	}
@@ -277,8 +281,8 @@ func (h *httpFace) rpc(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(answer, '\n'))
 }
 
-// events streams GET /events.
-func (h *httpFace) events(w http.ResponseWriter, r *http.Request) {
+// events streams GET /events for the device of token.
+func (h *httpFace) events(w http.ResponseWriter, r *http.Request, token string) {
 	since := r.URL.Query().Get("sinceSeq")
 	if since == "" {
 		since = r.Header.Get("Last-Event-ID")
@@ -299,8 +303,9 @@ func (h *httpFace) events(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{}) // a stream outlives ReadTimeout
-	conn := &sseConn{w: w, rc: rc, ended: make(chan struct{}),
-		first: []byte(`{"jsonrpc":"2.0","id":"events","method":"subscribe_mcp_events","params":` + params + "}\n")}
+	conn := &sseConn{w: w, rc: rc, ended: make(chan struct{}), checked: time.Now(),
+		verify: func() bool { _, ok := h.store.Verify(token); return ok },
+		first:  []byte(`{"jsonrpc":"2.0","id":"events","method":"subscribe_mcp_events","params":` + params + "}\n")}
 	_ = ws.remote.Serve(r.Context(), conn)
 }
 
@@ -309,12 +314,17 @@ func (h *httpFace) events(w http.ResponseWriter, r *http.Request) {
 // subscribe request, then nothing until the response ends; its writes
 // are the subscription's answer (a refusal becomes the response's error
 // status) and then its mcp_event notifications, each an SSE event whose
-// data is the event and whose id is its seq.
+// data is the event and whose id is its seq. The device's token is
+// checked again before an event goes out (at most once per
+// [recheckEvery]): a stream of a device revoked meanwhile ends.
 type sseConn struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	first []byte
-	ended chan struct{}
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	first  []byte
+	ended  chan struct{}
+	verify func() bool
+	// checked is when the token was last verified.
+	checked time.Time
 
 	mu      sync.Mutex
 	closed  bool
@@ -357,6 +367,12 @@ func (c *sseConn) Write(line []byte) (int, error) {
 			return 0, err
 		}
 		return len(line), c.rc.Flush()
+	}
+	if time.Since(c.checked) >= recheckEvery {
+		if !c.verify() {
+			return 0, errors.New("daemon: the device was revoked")
+		}
+		c.checked = time.Now()
 	}
 	var n struct {
 		Method string          `json:"method"`

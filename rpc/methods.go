@@ -28,23 +28,35 @@ func def[P any](name string, run func(c *connection, ctx context.Context, p *P) 
 			return nil, err
 		}
 		if c.s.opts.Remote {
-			req := engine.RemoteRequest{Command: name, Remote: true}
+			server := ""
 			if t, ok := any(&p).(interface{ serverID() string }); ok {
-				req.Server = t.serverID()
+				server = t.serverID()
 			}
-			if name == "start_mcp_server_auth" {
-				// A remote client's authorization is the device flow
-				// only: Auth.start refuses it the browser flow.
-				req.AuthFlow = engine.AuthFlowDevice
-			}
-			if d := c.s.eng.DecideRemote(ctx, req); !d.Allowed {
-				return nil, c.remoteError(errorf(CodeRefused, "%s refused for a remote client by the voltmcp.remote policy: %s", name, strings.Join(d.Reasons, "; ")))
+			if err := c.decideRemote(ctx, name, server); err != nil {
+				return nil, err
 			}
 			res, err := run(c, ctx, &p)
 			return res, c.remoteError(err)
 		}
 		return run(c, ctx, &p)
 	}}
+}
+
+// decideRemote asks the voltmcp.remote policy whether a remote client
+// may run method on server ("" for none); the refusal is CodeRefused
+// with the policy's reasons. Every method of a remote client is decided
+// here before it runs.
+func (c *connection) decideRemote(ctx context.Context, method, server string) *Error {
+	req := engine.RemoteRequest{Command: method, Remote: true, Server: server}
+	if method == "start_mcp_server_auth" {
+		// A remote client's authorization is the device flow only:
+		// Auth.start holds it to that.
+		req.AuthFlow = engine.AuthFlowDevice
+	}
+	if d := c.s.eng.DecideRemote(ctx, req); !d.Allowed {
+		return c.remoteError(errorf(CodeRefused, "%s refused for a remote client by the voltmcp.remote policy: %s", method, strings.Join(d.Reasons, "; ")))
+	}
+	return nil
 }
 
 // The server each method's params name, for the voltmcp.remote decision.

@@ -140,5 +140,5 @@ func remoteText(sc *redact.Scrubber, t string) string {
 	if t == "" {
 		return t
 	}
-	return remoteURLs(sc.Text(t))
+	return sc.Text(remoteURLs(t))
 }

@@ -32,6 +32,7 @@ func TestRemoteClientIsDecided(t *testing.T) {
 		{"call_mcp_tool", `{"id":"demo","tool":"echo","arguments":{"text":"hi"}}`, "not on the remote-safe list"},
 		{"approve_mcp_server", `{"id":"demo"}`, "not on the remote-safe list"},
 		{"list_mcp_pins", `{"id":"demo"}`, "not on the remote-safe list"},
+		{"gateway", `{"action":"call","server":"demo","tool":"echo","arguments":{"text":"hi"}}`, "not on the remote-safe list"},
 		{"complete_mcp_server_auth", `{"id":"demo","callbackUrl":"http://127.0.0.1:1/cb?code=x"}`, "only for local callers"},
 		{"start_mcp_server_auth", `{"id":"nope"}`, "not in trusted config"},
 		{"subscribe_mcp_events", `{}`, ""},

@@ -156,7 +156,7 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A browser's cross-site request names its page's origin: only the
 	// daemon's own origin is served.
-	if o := r.Header.Get("Origin"); o != "" && !h.sameOrigin(o) {
+	if origins := r.Header.Values("Origin"); len(origins) > 1 || len(origins) == 1 && !h.sameOrigin(origins[0]) {
 		fail(w, http.StatusForbidden, rpc.CodeRefused, "cross-origin requests are refused: the Origin is not this daemon's")
 		return
 	}
@@ -164,13 +164,12 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, rpc.CodeRefused, "cross-site requests are refused")
 		return
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token, ok := bearer(r.Header.Values("Authorization"))
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp daemon"`)
 		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "a paired device's token is required: Authorization: Bearer <token> ('voltmcp daemon pair' on the daemon's machine)")
 		return
 	}
-	token = strings.TrimSpace(token)
 	if _, ok := h.store.Verify(token); !ok {
 		// Which of missing, unknown or revoked is not said.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp daemon", error="invalid_token"`)
@@ -195,6 +194,17 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(w, http.StatusNotFound, rpc.CodeInvalidRequest, fmt.Sprintf("no such path %q: POST %s or GET %s", clipPath(r.URL.Path), HTTPRPCPath, HTTPEventsPath))
 	}
+}
+
+// bearer is the credential of values, a request's Authorization
+// headers, when they are one "Bearer <credential>" (the scheme in any
+// case).
+func bearer(values []string) (string, bool) {
+	const scheme = "bearer "
+	if len(values) != 1 || len(values[0]) <= len(scheme) || !strings.EqualFold(values[0][:len(scheme)], scheme) {
+		return "", false
+	}
+	return strings.TrimSpace(values[0][len(scheme):]), true
 }
 
 // clipPath bounds a path quoted in a message.

@@ -275,13 +275,17 @@ func (h *httpFace) rpc(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, rpc.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
+	// The body is read: a method may run longer than ReadTimeout (a
+	// connection's discovery), which must not end its context.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
 	ws, release, ok := h.workspace(w, r)
 	if !ok {
 		return
 	}
 	answer := ws.remote.Answer(r.Context(), body)
 	release()
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(httpWriteTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(httpWriteTimeout))
 	w.Header().Set("Cache-Control", "no-store")
 	if answer == nil {
 		w.WriteHeader(http.StatusNoContent) // a notification

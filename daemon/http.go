@@ -233,20 +233,18 @@ func (h *httpFace) workspace(w http.ResponseWriter, r *http.Request) (*workspace
 	}
 	d.handlers.Add(1)
 	d.mu.Unlock()
-	project := ""
+	var project string
 	if p := r.Header.Get(WorkspaceHeader); p != "" {
+		// A directory that is not there and one no session opened get
+		// the same answer: a device learns nothing of the disk.
 		var err error
-		if project, err = CanonicalProject(p); err != nil {
-			d.handlers.Done()
-			fail(w, http.StatusBadRequest, rpc.CodeInvalidParams, WorkspaceHeader+": "+err.Error())
-			return nil, nil, false
-		}
+		project, err = CanonicalProject(p)
 		d.mu.Lock()
 		_, open := d.workspaces[project]
 		d.mu.Unlock()
-		if !open {
+		if err != nil || !open {
 			d.handlers.Done()
-			fail(w, http.StatusNotFound, rpc.CodeRefused, fmt.Sprintf("workspace %s is not open in the daemon: a paired device reaches the user-level workspace and those an agent session of this machine attached", project))
+			fail(w, http.StatusNotFound, rpc.CodeRefused, fmt.Sprintf("workspace %q is not open in the daemon: a paired device reaches the user-level workspace and those an agent session of this machine attached", clipPath(p)))
 			return nil, nil, false
 		}
 	}

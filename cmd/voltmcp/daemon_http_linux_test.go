@@ -315,6 +315,36 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 		return strings.Contains(s, "mcp_auth") && strings.Contains(s, `"server":"far"`) && strings.Contains(s, "id: ")
 	})
 
+	// A workspace an agent session of this machine opened is reached
+	// with the header; its project is not trusted, so its server is
+	// listed and not acted on.
+	proj := t.TempDir()
+	projCmd, projArgs, projEnv := mcptest.Command(mcptest.ModeBehave)
+	projData, _ := json.Marshal(map[string]any{"version": 1, "servers": map[string]any{"proj": map[string]any{"command": projCmd, "args": projArgs, "env": projEnv}}})
+	if err := os.MkdirAll(filepath.Join(proj, ".volt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, ".volt", "mcp.json"), projData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	session, _, err := daemon.Attach(ctx, agentDir, proj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, w := range []struct {
+		header map[string]string
+		want   bool
+	}{{nil, false}, {map[string]string{daemon.WorkspaceHeader: proj}, true}} {
+		_, body := c.do("POST", "/rpc", `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers"}`, w.header)
+		if got := strings.Contains(body, `"id":"proj"`); got != w.want {
+			t.Errorf("list_mcp_servers with %v lists proj: %v, want %v", w.header, got, w.want)
+		}
+	}
+	if _, body := c.do("POST", "/rpc", `{"jsonrpc":"2.0","id":1,"method":"connect_mcp_server","params":{"id":"proj"}}`, map[string]string{daemon.WorkspaceHeader: proj}); !strings.Contains(body, "-32003") {
+		t.Errorf("connect_mcp_server of an untrusted project's server: %s, want -32003", body)
+	}
+
 	// The web's holes.
 	okHost := strings.Replace(st.HTTP, "127.0.0.1", "localhost", 1)
 	big := `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers","params":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
@@ -339,6 +369,7 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 		{"form post", token, "/rpc", `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers"}`, map[string]string{"Content-Type": "text/plain"}, 415},
 		{"body over the limit", token, "/rpc", big, nil, 413},
 		{"unopened workspace", token, "/rpc", `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers"}`, map[string]string{daemon.WorkspaceHeader: t.TempDir()}, 404},
+		{"missing workspace", token, "/rpc", `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers"}`, map[string]string{daemon.WorkspaceHeader: "/nonexistent/dir"}, 404},
 		{"unknown path", token, "/admin", "", nil, 404},
 	} {
 		c.token = h.token

@@ -156,11 +156,20 @@ func (s *eventStream) done() bool {
 	return s.ended
 }
 
-func (c *remoteClient) events(since string) *eventStream {
+// events opens GET /events after seq since: as ?sinceSeq, or as a
+// Last-Event-ID header (a reconnecting EventSource's) when lastEventID.
+func (c *remoteClient) events(since string, lastEventID bool) *eventStream {
 	c.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+"/events?sinceSeq="+since, nil)
+	path := "/events?sinceSeq=" + since
+	if lastEventID {
+		path = "/events"
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	if lastEventID {
+		req.Header.Set("Last-Event-ID", since)
+	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -206,6 +215,7 @@ func (c *remoteClient) events(since string) *eventStream {
 //   - a missing or bad token is 401, a Host or Origin not the daemon's is
 //     refused, a body over the limit is 413, a workspace no session
 //     opened is refused;
+//   - the event stream resumes after a Last-Event-ID;
 //   - a device revoked by `voltmcp daemon devices revoke` is refused by
 //     the running daemon at once, and its event stream ends.
 func TestDaemonHTTPRemoteClients(t *testing.T) {
@@ -242,7 +252,7 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 		t.Fatalf("daemon status: %+v %v, want its HTTP address", st, err)
 	}
 	c := &remoteClient{t: t, base: "http://" + st.HTTP, token: token}
-	evs := c.events("1")
+	evs := c.events("1", false)
 
 	caps := c.result("get_mcp_capabilities", nil)
 	if !strings.Contains(fmt.Sprint(caps["features"]), "mcp_management.v1") {
@@ -315,6 +325,13 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 		return strings.Contains(s, "mcp_auth") && strings.Contains(s, `"server":"far"`) && strings.Contains(s, "id: ")
 	})
 
+	// A client that comes back with Last-Event-ID gets what followed.
+	resumed := c.events("5", true)
+	testwait.For(t, "the resumed stream's first events", func() bool { return strings.Contains(resumed.String(), "\nid: 7\n") })
+	if r := resumed.String(); !strings.Contains(r, "\nid: 6\n") || strings.Contains(r, "id: 5\n") {
+		t.Errorf("the stream resumed after 5:\n%s", r)
+	}
+
 	// A workspace an agent session of this machine opened is reached
 	// with the header; its project is not trusted, so its server is
 	// listed and not acted on.
@@ -384,7 +401,7 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 	c.token = token
 
 	// Nothing secret reached the device.
-	seen := c.seen.String() + evs.String()
+	seen := c.seen.String() + evs.String() + resumed.String()
 	for _, canary := range []string{httpCanaryArg, httpCanaryEnv, httpCanaryPath, httpCanaryQuery, token} {
 		if strings.Contains(seen, canary) {
 			t.Errorf("a remote answer or event holds %q", canary)

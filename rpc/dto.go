@@ -71,9 +71,10 @@ type McpServerSummary struct {
 	// Log is the server's log file ("~" for the home directory).
 	Log string `json:"log,omitempty"`
 	// Command is a stdio server's program, without its arguments (and
-	// never its environment). URL is an HTTP server's URL: as configured
-	// for the owner, by its origin (scheme://host:port) for a remote
-	// client.
+	// never its environment). URL is an HTTP server's URL: for the owner
+	// as configured with its credentials hidden (a password, secret
+	// query parameters: redact.URL), for a remote client by its origin
+	// (scheme://host:port).
 	Command string `json:"command,omitempty"`
 	URL     string `json:"url,omitempty"`
 }
@@ -201,7 +202,7 @@ func summaryOf(s engine.ServerSummary, auth *engine.AuthInfo, flow string, canAu
 		out.ToolCounts.Live = &n
 	}
 	if cfg != nil {
-		out.Command, out.URL = cfg.Command, cfg.URL
+		out.Command, out.URL = cfg.Command, redact.URL(cfg.URL)
 	}
 	if remote != nil {
 		out.URL = originOf(out.URL)

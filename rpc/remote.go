@@ -10,14 +10,16 @@ import (
 
 // What a remote client (Options.Remote) sees of the servers' config.
 // The owner's answers show a stdio server's command and an HTTP server's
-// URL as configured; a remote client's show the command without its
-// arguments and the URL by its origin (scheme://host:port), and every
-// text the answers and events carry (an error, a reason, a fix, an
-// event's message) is scrubbed of the configured arguments, environment
-// and header values, and the URLs' paths, queries and user info: what a
-// process of this machine was started with, or authenticates with, does
-// not leave it. It is applied where the wire types are built (summaryOf,
-// the methods' errors, eventOf's callers), never by a second type.
+// URL as configured (its credentials hidden, redact.URL); a remote
+// client's show the command without its arguments and the URL by its
+// origin (scheme://host:port), and every text the answers and events
+// carry (an error, a reason, a fix, an event's message) has its URLs cut
+// to their origins and is scrubbed of the configured arguments,
+// environment and header values and the URLs' paths, queries and user
+// info: what a process of this machine was started with, or
+// authenticates with, does not leave it. It is applied where the wire
+// types are built (summaryOf, the methods' errors, eventOf's callers),
+// never by a second type.
 
 // remoteHidden replaces what a remote client may not see in a text.
 const remoteHidden = "[hidden]"

@@ -64,7 +64,7 @@ func remoteViewEngine(t *testing.T) *engine.Engine {
 // TestRemoteAnswersHideConfig serves the same engine to the owner and to
 // a remote client, over a connection (Serve) and one request at a time
 // (Answer). The owner's summaries show the command and the URL as
-// configured; a remote client's show the command alone and the URL by
+// configured (its credentials hidden); a remote client's show the command alone and the URL by
 // its origin, and no answer, error or event it gets holds an argument,
 // an environment value or a part of a URL past its origin, though the
 // HTTP server's failure to connect quotes its URL.
@@ -77,7 +77,7 @@ func TestRemoteAnswersHideConfig(t *testing.T) {
 	// The owner sees what is configured: the test is not vacuous.
 	o := dial(t, owner)
 	far := o.call("get_mcp_server", map[string]any{"id": "far"})
-	if u := fmt.Sprint(far["url"]); !strings.Contains(u, canaryQuery) {
+	if u := fmt.Sprint(far["url"]); !strings.Contains(u, canaryPath) {
 		t.Fatalf("the owner's url of far: %q, want it as configured", u)
 	}
 	o.send(`{"jsonrpc":"2.0","id":1,"method":"connect_mcp_server","params":{"id":"far"}}`)

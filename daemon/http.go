@@ -170,11 +170,15 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "a paired device's token is required: Authorization: Bearer <token> ('voltmcp daemon pair' on the daemon's machine)")
 		return
 	}
-	if _, ok := h.store.Verify(token); !ok {
+	dev, ok := h.store.Verify(token)
+	if !ok {
 		// Which of missing, unknown or revoked is not said.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp daemon", error="invalid_token"`)
 		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "the device token is not accepted ('voltmcp daemon pair' pairs a device)")
 		return
+	}
+	if err := h.store.Touch(r.Context(), dev); err != nil {
+		h.d.log.Warn("voltmcp daemon: recording a device's last use", "device", dev.ID, "err", err)
 	}
 	switch r.URL.Path {
 	case HTTPRPCPath:

@@ -51,6 +51,9 @@ type Device struct {
 	ID       string    `json:"id"`
 	Name     string    `json:"name"`
 	PairedAt time.Time `json:"pairedAt"`
+	// LastUsedAt is when the daemon last served the device, to the
+	// minute ([Store.Touch]); zero before its first request.
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
 }
 
 // record is a device as the file holds it.
@@ -173,6 +176,28 @@ func (s *Store) Verify(token string) (Device, bool) {
 		}
 	}
 	return found, ok == 1
+}
+
+// TouchEvery is how stale a device's LastUsedAt may be: [Store.Touch]
+// writes the store at most this often per device.
+const TouchEvery = time.Minute
+
+// Touch records that d, as [Store.Verify] returned it, was served now.
+// It writes the store only when d's LastUsedAt is [TouchEvery] old or
+// more, and never brings back a device revoked meanwhile.
+func (s *Store) Touch(ctx context.Context, d Device) error {
+	now := s.now().UTC().Truncate(time.Second)
+	if now.Sub(d.LastUsedAt) < TouchEvery {
+		return nil
+	}
+	return s.update(ctx, func(f *file) error {
+		for i := range f.Devices {
+			if f.Devices[i].ID == d.ID {
+				f.Devices[i].LastUsedAt = now
+			}
+		}
+		return nil
+	})
 }
 
 // hashToken is the hex SHA-256 of a token.

@@ -63,7 +63,8 @@ are not shown. docs/rpc.md describes it.
 
 'voltmcp daemon pair' pairs a device: it prints the device's token once
 (the daemon keeps only its SHA-256, in <agent-dir>/daemon/devices.json,
-mode 0600). 'voltmcp daemon devices' lists the paired devices;
+mode 0600). 'voltmcp daemon devices' lists the paired devices and when
+each was last served;
 'voltmcp daemon devices revoke ID' (an id or a name) takes one back, and
 a running daemon refuses its token from the next request on.
 
@@ -161,7 +162,11 @@ func daemonDevices(ctx context.Context, e *env, args []string, asJSON bool) erro
 			return nil
 		}
 		for _, d := range list {
-			fmt.Fprintf(e.stdout, "%s  %-20s  paired %s\n", d.ID, clean(d.Name), d.PairedAt.Local().Format("2006-01-02 15:04"))
+			used := "never used"
+			if !d.LastUsedAt.IsZero() {
+				used = "last used " + d.LastUsedAt.Local().Format("2006-01-02 15:04")
+			}
+			fmt.Fprintf(e.stdout, "%s  %-20s  paired %s, %s\n", d.ID, clean(d.Name), d.PairedAt.Local().Format("2006-01-02 15:04"), used)
 		}
 		return nil
 	case args[0] == "revoke" && len(args) == 2:

@@ -413,6 +413,11 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 		}
 	}
 
+	// The daemon recorded the device's last use.
+	if list, err := cliCommand("daemon", "devices", "--json", "--home", home).Output(); err != nil || !strings.Contains(string(list), `"lastUsedAt"`) {
+		t.Errorf("voltmcp daemon devices --json after use: %s %v, want a lastUsedAt", list, err)
+	}
+
 	// Revoked while the daemon runs: refused at once, and its event
 	// stream ends at its next event.
 	if out, err := cliCommand("daemon", "devices", "revoke", "phone", "--home", home).CombinedOutput(); err != nil {

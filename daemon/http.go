@@ -115,7 +115,6 @@ func (d *daemon) listenHTTP() (wait func(), err error) {
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		BaseContext:       func(net.Listener) context.Context { return d.ctx },
-		ErrorLog:          nil,
 	}
 	d.httpAddr = ln.Addr().String()
 	done := make(chan struct{})
@@ -164,17 +163,13 @@ func (h *httpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, rpc.CodeRefused, "cross-site requests are refused")
 		return
 	}
+	// A missing, malformed, unknown or revoked token gets one answer:
+	// which it was is not said.
 	token, ok := bearer(r.Header.Values("Authorization"))
-	if !ok {
+	dev, known := h.store.Verify(token)
+	if !ok || !known {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp daemon"`)
-		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "a paired device's token is required: Authorization: Bearer <token> ('voltmcp daemon pair' on the daemon's machine)")
-		return
-	}
-	dev, ok := h.store.Verify(token)
-	if !ok {
-		// Which of missing, unknown or revoked is not said.
-		w.Header().Set("WWW-Authenticate", `Bearer realm="voltmcp daemon", error="invalid_token"`)
-		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "the device token is not accepted ('voltmcp daemon pair' pairs a device)")
+		fail(w, http.StatusUnauthorized, rpc.CodeRefused, "a paired device's token is required as Authorization: Bearer <token> ('voltmcp daemon pair' on the daemon's machine pairs one)")
 		return
 	}
 	if err := h.store.Touch(r.Context(), dev); err != nil {

@@ -364,6 +364,7 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 
 	// The web's holes.
 	okHost := strings.Replace(st.HTTP, "127.0.0.1", "localhost", 1)
+	unauthorized := map[string]bool{} // the 401 answers' bodies: one
 	big := `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers","params":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
 	for _, h := range []struct {
 		name   string
@@ -394,8 +395,12 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 		if h.path == "/events" {
 			method = "GET"
 		}
-		if status, body := c.do(method, h.path, h.body, h.header); status != h.want {
+		status, body := c.do(method, h.path, h.body, h.header)
+		if status != h.want {
 			t.Errorf("%s: HTTP %d %q, want %d", h.name, status, body, h.want)
+		}
+		if status == http.StatusUnauthorized {
+			unauthorized[body] = true
 		}
 	}
 	c.token = token
@@ -423,8 +428,12 @@ func TestDaemonHTTPRemoteClients(t *testing.T) {
 	if out, err := cliCommand("daemon", "devices", "revoke", "phone", "--home", home).CombinedOutput(); err != nil {
 		t.Fatalf("voltmcp daemon devices revoke: %v %s", err, out)
 	}
-	if status, body := c.do("POST", "/rpc", `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers"}`, nil); status != 401 {
+	status, body := c.do("POST", "/rpc", `{"jsonrpc":"2.0","id":1,"method":"list_mcp_servers"}`, nil)
+	if status != 401 {
 		t.Errorf("a revoked device's request: HTTP %d %q, want 401", status, body)
+	}
+	if unauthorized[body] = true; len(unauthorized) != 1 {
+		t.Errorf("a missing, a bad and a revoked token are told apart: %v", unauthorized)
 	}
 	owner, _, err := daemon.Attach(ctx, agentDir, "", nil)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
+	"github.com/voltmcp/voltmcp/devices"
 	"github.com/voltmcp/voltmcp/engine"
 	"github.com/voltmcp/voltmcp/rpc"
 	"github.com/voltmcp/voltmcp/safefile"
@@ -35,6 +36,9 @@ const (
 	// LogName is where a daemon started in the background ([Start])
 	// writes its stderr.
 	LogName = "daemon.log"
+	// DevicesName is the paired-device store (package devices): each
+	// device's name, id and token hash, 0600.
+	DevicesName = "devices.json"
 )
 
 // The daemon's own methods, answered before a connection is handed to a
@@ -78,6 +82,9 @@ func SocketPath(agentDir string) string { return filepath.Join(Dir(agentDir), So
 // LockPath is the daemon's pid and lock file in agentDir.
 func LockPath(agentDir string) string { return filepath.Join(Dir(agentDir), LockName) }
 
+// DevicesPath is the paired-device store of agentDir.
+func DevicesPath(agentDir string) string { return filepath.Join(Dir(agentDir), DevicesName) }
+
 // LogPath is the log of a daemon started by [Start] in agentDir.
 func LogPath(agentDir string) string { return filepath.Join(Dir(agentDir), LogName) }
 
@@ -107,8 +114,22 @@ type Options struct {
 	MaxWorkspaces int
 	// Logger receives the daemon's diagnostics. Zero: discard.
 	Logger *slog.Logger
-	// Ready, when set, is called once the socket listens.
+	// Ready, when set, is called once the socket (and the HTTP
+	// listener, with HTTPAddr) listens.
 	Ready func()
+	// HTTPAddr, when set, is a loopback address (127.0.0.1, ::1 or
+	// localhost, with a port; 0 picks one) where the daemon also serves
+	// paired devices over HTTP (see [CheckLoopback] and docs/rpc.md):
+	// each request needs a device token of Devices, and the
+	// voltmcp.remote policy decides each command. Any other address is
+	// refused.
+	HTTPAddr string
+	// Devices is the paired-device store the HTTP listener checks each
+	// request's token against. Required with HTTPAddr.
+	Devices *devices.Store
+	// MaxHTTPConns bounds the HTTP listener's connections at once; one
+	// more is closed. Zero: [DefaultMaxHTTPConns].
+	MaxHTTPConns int
 }
 
 // Attached is the answer of [AttachMethod].
@@ -127,6 +148,9 @@ type Status struct {
 	Started     string          `json:"started"`
 	Connections int             `json:"connections"`
 	Workspaces  []WorkspaceInfo `json:"workspaces"`
+	// HTTP is the address of the listener for paired devices, when the
+	// daemon runs one (--http).
+	HTTP string `json:"http,omitempty"`
 }
 
 // WorkspaceInfo is one workspace of a [Status].
@@ -162,9 +186,12 @@ type daemon struct {
 	socket  string
 	started time.Time
 
+	httpAddr string // the HTTP listener's address, when it runs
+
 	mu         sync.Mutex
 	workspaces map[string]*workspace
 	conns      int
+	stopping   bool // no HTTP request is counted into handlers from here
 	handlers   sync.WaitGroup
 }
 
@@ -174,8 +201,11 @@ type workspace struct {
 	ready   chan struct{} // closed once eng or err is set
 	eng     *engine.Engine
 	srv     *rpc.Server
-	err     error
-	conns   int
+	// remote is the workspace's server for paired devices (the HTTP
+	// listener): rpc.Options.Remote, the same engine and Auth.
+	remote *rpc.Server
+	err    error
+	conns  int
 }
 
 // Run runs the daemon until ctx ends or a client asks it to stop, then
@@ -214,6 +244,14 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	d.ctx, d.stop = context.WithCancel(ctx)
 	defer d.stop()
+	waitHTTP := func() {}
+	if opts.HTTPAddr != "" {
+		if waitHTTP, err = d.listenHTTP(); err != nil {
+			ln.Close()
+			os.Remove(d.socket)
+			return err
+		}
+	}
 	d.log.Info("voltmcp daemon: listening", "socket", d.socket, "pid", os.Getpid())
 	if opts.Ready != nil {
 		opts.Ready()
@@ -254,6 +292,10 @@ func Run(ctx context.Context, opts *Options) error {
 	// Stopping: no connection is served from here, then the engines
 	// close, their audit written, before the lock is let go.
 	os.Remove(d.socket)
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
+	waitHTTP()
 	d.handlers.Wait()
 	d.mu.Lock()
 	ws := d.workspaces
@@ -572,6 +614,8 @@ func (d *daemon) open(w *workspace) {
 	ro := d.opts.RPC
 	ro.Auth = auth
 	w.eng, w.srv = eng, rpc.NewServer(eng, &ro)
+	ro.Remote = true
+	w.remote = rpc.NewServer(eng, &ro)
 	// Servers never listed are listed once in the background, as serve
 	// does, so that an agent's first search finds their tools.
 	eng.ListUnlisted(d.ctx)
@@ -596,7 +640,7 @@ func (d *daemon) detach(w *workspace) {
 func (d *daemon) status() Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := Status{PID: os.Getpid(), Socket: d.socket, AgentDir: d.opts.AgentDir, Started: d.started.UTC().Format(time.RFC3339), Connections: d.conns - 1, Workspaces: []WorkspaceInfo{}}
+	st := Status{PID: os.Getpid(), Socket: d.socket, AgentDir: d.opts.AgentDir, Started: d.started.UTC().Format(time.RFC3339), Connections: d.conns - 1, Workspaces: []WorkspaceInfo{}, HTTP: d.httpAddr}
 	for _, w := range d.workspaces {
 		wi := WorkspaceInfo{Project: w.project, Connections: w.conns}
 		select {

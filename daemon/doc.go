@@ -15,6 +15,14 @@
 // user-level workspace. [Run] runs the daemon; [Attach] and [Client] are
 // a client's end; [Start] starts a daemon in the background.
 //
+// With [Options.HTTPAddr] the daemon also serves paired devices (package
+// devices) on a loopback HTTP address: POST /rpc answers one request,
+// GET /events streams the events as Server-Sent Events, each through a
+// workspace's rpc.Server made with [rpc.Options.Remote], so that the
+// voltmcp.remote policy decides every command (docs/rpc.md, "Remote
+// clients").
+//
 // The package is the top of the library: it imports the engine's public
-// packages, rpc, cue and safefile, and only cmd/voltmcp imports it.
+// packages, rpc, cue, devices and safefile, and only cmd/voltmcp imports
+// it.
 package daemon

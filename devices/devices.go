@@ -1,7 +1,7 @@
 // Package devices keeps the clients paired with a user's voltmcp daemon
 // (the spec's mobile app, a browser UI): each device has a name, an id and
 // a bearer token of its own, apart from the owner's, which the daemon's
-// HTTP listener accepts and `voltmcp daemon devices --revoke` takes back.
+// HTTP listener accepts and `voltmcp daemon devices revoke` takes back.
 //
 // The store is one JSON file, 0600, written atomically and serialized
 // between processes (package safefile). It holds each token's SHA-256,
@@ -51,6 +51,9 @@ type Device struct {
 	ID       string    `json:"id"`
 	Name     string    `json:"name"`
 	PairedAt time.Time `json:"pairedAt"`
+	// LastUsedAt is when the daemon last served the device, to the
+	// minute ([Store.Touch]); zero before its first request.
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
 }
 
 // record is a device as the file holds it.
@@ -107,7 +110,7 @@ func (s *Store) Pair(ctx context.Context, name string) (Device, string, error) {
 	d := Device{ID: hex.EncodeToString(id[:]), Name: name, PairedAt: s.now().UTC().Truncate(time.Second)}
 	err := s.update(ctx, func(f *file) error {
 		if len(f.Devices) >= MaxDevices {
-			return fmt.Errorf("devices: pair: %d devices are paired, the most there may be; revoke one first (voltmcp daemon devices --revoke ID)", MaxDevices)
+			return fmt.Errorf("devices: pair: %d devices are paired, the most there may be; revoke one first (voltmcp daemon devices revoke ID)", MaxDevices)
 		}
 		if slices.ContainsFunc(f.Devices, func(r record) bool { return r.Name == name }) {
 			return fmt.Errorf("devices: pair: a device named %q is paired already; revoke it or choose another name", name)
@@ -173,6 +176,28 @@ func (s *Store) Verify(token string) (Device, bool) {
 		}
 	}
 	return found, ok == 1
+}
+
+// TouchEvery is how stale a device's LastUsedAt may be: [Store.Touch]
+// writes the store at most this often per device.
+const TouchEvery = time.Minute
+
+// Touch records that d, as [Store.Verify] returned it, was served now.
+// It writes the store only when d's LastUsedAt is [TouchEvery] old or
+// more, and never brings back a device revoked meanwhile.
+func (s *Store) Touch(ctx context.Context, d Device) error {
+	now := s.now().UTC().Truncate(time.Second)
+	if now.Sub(d.LastUsedAt) < TouchEvery {
+		return nil
+	}
+	return s.update(ctx, func(f *file) error {
+		for i := range f.Devices {
+			if f.Devices[i].ID == d.ID {
+				f.Devices[i].LastUsedAt = now
+			}
+		}
+		return nil
+	})
 }
 
 // hashToken is the hex SHA-256 of a token.

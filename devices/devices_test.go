@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/voltmcp/voltmcp/devices"
 )
@@ -199,4 +200,58 @@ func ExampleStore() {
 	// Output:
 	// phone true
 	// false
+}
+
+// TestTouch records a device's last use at most once per TouchEvery, and
+// never brings back a device revoked meanwhile.
+func TestTouch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := devices.New(filepath.Join(t.TempDir(), "devices.json"), &devices.Options{Now: clock})
+	_, token, err := s.Pair(ctx, "phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastUsed := func() time.Time {
+		d, ok := s.Verify(token)
+		if !ok {
+			t.Fatal("the token is refused")
+		}
+		return d.LastUsedAt
+	}
+	if !lastUsed().IsZero() {
+		t.Fatal("a device never served has a last use")
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		want    time.Time
+	}{
+		{0, now},                // the first use is recorded
+		{30 * time.Second, now}, // within TouchEvery: not written
+		{devices.TouchEvery, now.Add(30*time.Second + devices.TouchEvery)}, // past it: written
+	} {
+		advance(step.advance)
+		d, _ := s.Verify(token)
+		if err := s.Touch(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastUsed(); !got.Equal(step.want) {
+			t.Errorf("after %v: last used %v, want %v", step.advance, got, step.want)
+		}
+	}
+	d, _ := s.Verify(token)
+	if _, err := s.Revoke(ctx, "phone"); err != nil {
+		t.Fatal(err)
+	}
+	advance(2 * devices.TouchEvery)
+	if err := s.Touch(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.List(); len(list) != 0 {
+		t.Errorf("a touch brought back a revoked device: %+v", list)
+	}
 }

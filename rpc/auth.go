@@ -46,6 +46,11 @@ type authFlow struct {
 	done     chan struct{}
 	callback chan string
 	showOnce sync.Once
+	// deviceOnly marks a flow a remote client started: the browser flow
+	// is refused it (browserRefused then says so), as a redirect to this
+	// machine cannot reach the remote client.
+	deviceOnly     bool
+	browserRefused bool
 }
 
 // NewAuth returns an Auth with no flow running.
@@ -79,6 +84,11 @@ func (a *Auth) Authorize(ctx context.Context, server, authURL string) (string, e
 		return "", errNotStarted(server)
 	}
 	a.mu.Lock()
+	if f.deviceOnly {
+		f.browserRefused = true
+		a.mu.Unlock()
+		return "", errBrowserRefused(server)
+	}
 	f.view.Flow, f.view.AuthorizationURL = "browser", authURL
 	a.mu.Unlock()
 	f.show()
@@ -88,6 +98,14 @@ func (a *Auth) Authorize(ctx context.Context, server, authURL string) (string, e
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// errBrowserRefused is why a remote client's authorization of server
+// did not run: the engine chose the browser flow.
+func errBrowserRefused(server string) error {
+	return fmt.Errorf("server %s would be authorized in the browser flow, which a remote client may not start (its redirect comes back to this machine): "+
+		"its authorization server offers no device flow (no device_authorization_endpoint), or this machine has a display and the server's auth.flow is not %q; "+
+		"set its auth.flow to %q where the provider offers the device flow, or authorize it on this machine (voltmcp auth %s)", server, engine.AuthFlowDevice, engine.AuthFlowDevice, server)
 }
 
 // DeviceAuthorize is the engine's [engine.Options] DeviceAuthorize: it
@@ -124,13 +142,15 @@ func (a *Auth) state(server string) string {
 
 // start starts the authorization of server by connecting it, unless one
 // runs already, and waits until the user's part is known, the flow ended
-// or ctx ended.
-func (a *Auth) start(ctx context.Context, eng *engine.Engine, server string) McpAuthFlow {
+// or ctx ended. deviceOnly is a remote client's start: the flow is the
+// device flow or none, and a browser flow (started by the owner, or the
+// one the engine chose) is answered an error that says why.
+func (a *Auth) start(ctx context.Context, eng *engine.Engine, server string, deviceOnly bool) (McpAuthFlow, *Error) {
 	a.mu.Lock()
 	f := a.flows[server]
 	if f == nil || f.view.State != flowPending {
 		fctx, cancel := context.WithCancel(context.Background())
-		f = &authFlow{view: McpAuthFlow{ID: server, State: flowPending}, cancel: cancel,
+		f = &authFlow{view: McpAuthFlow{ID: server, State: flowPending}, cancel: cancel, deviceOnly: deviceOnly,
 			shown: make(chan struct{}), done: make(chan struct{}), callback: make(chan string, 1)}
 		a.flows[server] = f
 		go a.run(fctx, eng, server, f)
@@ -140,7 +160,13 @@ func (a *Auth) start(ctx context.Context, eng *engine.Engine, server string) Mcp
 	case <-f.shown:
 	case <-ctx.Done():
 	}
-	return a.view(f)
+	a.mu.Lock()
+	v, refused := f.view, f.browserRefused || (deviceOnly && f.view.Flow == "browser")
+	a.mu.Unlock()
+	if deviceOnly && refused {
+		return McpAuthFlow{}, errorf(CodeFailed, "start_mcp_server_auth: %v", errBrowserRefused(server))
+	}
+	return v, nil
 }
 
 // run is the flow's connection: the engine asks for the user through

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // The wire types: what the methods answer, in the spec's names and
@@ -68,6 +70,13 @@ type McpServerSummary struct {
 	PinError       string `json:"pinError,omitempty"`
 	// Log is the server's log file ("~" for the home directory).
 	Log string `json:"log,omitempty"`
+	// Command is a stdio server's program, without its arguments (and
+	// never its environment). URL is an HTTP server's URL: for the owner
+	// as configured with its credentials hidden (a password, secret
+	// query parameters: redact.URL), for a remote client by its origin
+	// (scheme://host:port).
+	Command string `json:"command,omitempty"`
+	URL     string `json:"url,omitempty"`
 }
 
 // McpToolCounts counts a server's tools: Cached in the cached listing,
@@ -169,8 +178,11 @@ func rfc3339(t *time.Time) string {
 // summaryOf converts the engine's summary. auth is the server's stored
 // authorization (nil when it does not use OAuth); flow is the state of
 // an authorization this server runs for it ("" when none); canAuth says
-// this server can run one.
-func summaryOf(s engine.ServerSummary, auth *engine.AuthInfo, flow string, canAuth bool) McpServerSummary {
+// this server can run one. cfg is the server's definition, when it has
+// one in the config. remote, when not nil, is the scrubber of a remote
+// client's answer: the URL is then shown by its origin, and the texts
+// are scrubbed (see remoteScrubber).
+func summaryOf(s engine.ServerSummary, auth *engine.AuthInfo, flow string, canAuth bool, cfg *cue.Server, remote *redact.Scrubber) McpServerSummary {
 	active := s.Status == engine.StatusReady || s.Status == engine.StatusConnected || s.Status == engine.StatusDiscovering
 	out := McpServerSummary{
 		ID: s.ID, DisplayName: s.DisplayName, SourceScope: s.SourceScope, SourceLabel: s.SourceLabel,
@@ -191,6 +203,18 @@ func summaryOf(s engine.ServerSummary, auth *engine.AuthInfo, flow string, canAu
 		// cached as it is made.
 		n := s.ToolCounts.Cached
 		out.ToolCounts.Live = &n
+	}
+	if cfg != nil {
+		out.Command, out.URL = cfg.Command, redact.URL(cfg.URL)
+	}
+	if remote != nil {
+		out.URL = originOf(out.URL)
+		for _, t := range []*string{&out.LastError, &out.Reason, &out.Fix, &out.PinError, &out.SourceLabel} {
+			*t = remoteText(remote, *t)
+		}
+		for i := range out.RecentCalls {
+			out.RecentCalls[i].Reason = remoteText(remote, out.RecentCalls[i].Reason)
+		}
 	}
 	return out
 }
@@ -397,11 +421,17 @@ type McpEvent struct {
 // EventSchema names the event format.
 const EventSchema = "mcp_events.v1"
 
-func eventOf(ev engine.Event) McpEvent {
-	return McpEvent{Schema: EventSchema, Seq: ev.Seq, Missed: ev.Missed, Risk: string(ev.Risk), Outcome: ev.Outcome,
+// eventOf converts one event; remote, when not nil, scrubs its texts for
+// a remote client, as summaryOf does.
+func eventOf(ev engine.Event, remote *redact.Scrubber) McpEvent {
+	out := McpEvent{Schema: EventSchema, Seq: ev.Seq, Missed: ev.Missed, Risk: string(ev.Risk), Outcome: ev.Outcome,
 		Type: string(ev.Type), At: ev.Time.UTC().Format(time.RFC3339Nano),
 		Server: ev.Server, Status: spellStatus(ev.Status), Previous: spellStatus(ev.Previous), EngineStatus: string(ev.Status),
 		Error: ev.Error, CallID: ev.CallID, Tool: ev.Tool, CallStatus: ev.CallStatus, DurationMs: ev.DurationMs,
 		Progress: ev.Progress, Total: ev.Total, Message: ev.Message, AuthStatus: ev.AuthStatus,
 		Added: ev.Added, Removed: ev.Removed, Changed: ev.Changed}
+	if remote != nil {
+		out.Error, out.Message = remoteText(remote, out.Error), remoteText(remote, out.Message)
+	}
+	return out
 }

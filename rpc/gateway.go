@@ -18,6 +18,13 @@ const GatewayMethod = "gateway"
 // answers bad input with a tool error result, as the mcp tool does.
 func gatewayMethod() *method {
 	return &method{name: GatewayMethod, run: func(c *connection, ctx context.Context, params json.RawMessage) (any, *Error) {
+		if c.s.opts.Remote {
+			// The policy decides without the params, which are not
+			// decoded here: the gateway is not on the remote-safe list.
+			if err := c.decideRemote(ctx, GatewayMethod, ""); err != nil {
+				return nil, err
+			}
+		}
 		return c.s.eng.GatewayCall(ctx, params), nil
 	}}
 }

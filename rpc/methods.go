@@ -6,7 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // method is one RPC method: its name and its run, which decodes the
@@ -29,16 +31,35 @@ func def[P any](name string, run func(c *connection, ctx context.Context, p *P) 
 			return nil, err
 		}
 		if c.s.opts.Remote {
-			req := engine.RemoteRequest{Command: name, Remote: true}
+			server := ""
 			if t, ok := any(&p).(interface{ serverID() string }); ok {
-				req.Server = t.serverID()
+				server = t.serverID()
 			}
-			if d := c.s.eng.DecideRemote(ctx, req); !d.Allowed {
-				return nil, errorf(CodeRefused, "%s refused for a remote client by the voltmcp.remote policy: %s", name, strings.Join(d.Reasons, "; "))
+			if err := c.decideRemote(ctx, name, server); err != nil {
+				return nil, err
 			}
+			res, err := run(c, ctx, &p)
+			return res, c.remoteError(err)
 		}
 		return run(c, ctx, &p)
 	}, params: func() any { return new(P) }}
+}
+
+// decideRemote asks the voltmcp.remote policy whether a remote client
+// may run method on server ("" for none); the refusal is CodeRefused
+// with the policy's reasons. Every method of a remote client is decided
+// here before it runs.
+func (c *connection) decideRemote(ctx context.Context, method, server string) *Error {
+	req := engine.RemoteRequest{Command: method, Remote: true, Server: server}
+	if method == "start_mcp_server_auth" {
+		// A remote client's authorization is the device flow only:
+		// Auth.start holds it to that.
+		req.AuthFlow = engine.AuthFlowDevice
+	}
+	if d := c.s.eng.DecideRemote(ctx, req); !d.Allowed {
+		return c.remoteError(errorf(CodeRefused, "%s refused for a remote client by the voltmcp.remote policy: %s", method, strings.Join(d.Reasons, "; ")))
+	}
+	return nil
 }
 
 // The server each method's params name, for the voltmcp.remote decision.
@@ -203,7 +224,39 @@ func (c *connection) convert(s engine.ServerSummary) McpServerSummary {
 	if info, err := c.s.eng.AuthStatus(s.ID); err == nil {
 		auth = &info
 	}
-	return summaryOf(s, auth, c.s.opts.Auth.state(s.ID), c.s.opts.Auth != nil)
+	var cfg *cue.Server
+	if conf := c.s.eng.Config(); conf != nil {
+		if srv, ok := conf.Server(s.ID); ok {
+			cfg = &srv
+		}
+	}
+	return summaryOf(s, auth, c.s.opts.Auth.state(s.ID), c.s.opts.Auth != nil, cfg, c.remote())
+}
+
+// remote is the scrubber of a remote client's answers (see
+// remoteScrubber), nil for the owner.
+func (c *connection) remote() *redact.Scrubber {
+	if !c.s.opts.Remote {
+		return nil
+	}
+	conf := c.s.eng.Config()
+	s := c.s
+	s.remoteMu.Lock()
+	defer s.remoteMu.Unlock()
+	if s.remoteCfg != conf || s.remoteSc == nil {
+		s.remoteCfg, s.remoteSc = conf, remoteScrubber(conf)
+	}
+	return s.remoteSc
+}
+
+// remoteError scrubs a remote client's error answer.
+func (c *connection) remoteError(e *Error) *Error {
+	if e == nil || !c.s.opts.Remote {
+		return e
+	}
+	e.Message = remoteText(c.remote(), e.Message)
+	e.Data = nil
+	return e
 }
 
 func (c *connection) listServers(_ context.Context, _ *noParams) (any, *Error) {
@@ -442,7 +495,20 @@ func (c *connection) startAuth(ctx context.Context, p *serverParams) (any, *Erro
 	if err := c.needAuth(p.ID); err != nil {
 		return nil, err
 	}
-	return c.s.opts.Auth.start(ctx, c.s.eng, p.ID), nil
+	v, err := c.s.opts.Auth.start(ctx, c.s.eng, p.ID, c.s.opts.Remote)
+	if err != nil {
+		return nil, err
+	}
+	return c.authView(v), nil
+}
+
+// authView is a flow's view as the connection's client may see it: a
+// remote client's error text scrubbed.
+func (c *connection) authView(v McpAuthFlow) McpAuthFlow {
+	if sc := c.remote(); sc != nil {
+		v.Error = remoteText(sc, v.Error)
+	}
+	return v
 }
 
 func (c *connection) pollAuth(_ context.Context, p *serverParams) (any, *Error) {
@@ -450,7 +516,7 @@ func (c *connection) pollAuth(_ context.Context, p *serverParams) (any, *Error) 
 		return nil, err
 	}
 	if f := c.s.opts.Auth.flow(p.ID); f != nil {
-		return c.s.opts.Auth.view(f), nil
+		return c.authView(c.s.opts.Auth.view(f)), nil
 	}
 	info, _ := c.s.eng.AuthStatus(p.ID)
 	state := "required"
@@ -468,7 +534,7 @@ func (c *connection) cancelAuth(_ context.Context, p *serverParams) (any, *Error
 	if !ok {
 		return nil, errorf(CodeFailed, "no authorization of server %s was started", p.ID)
 	}
-	return v, nil
+	return c.authView(v), nil
 }
 
 func (c *connection) completeAuth(ctx context.Context, p *completeAuthParams) (any, *Error) {
@@ -512,6 +578,7 @@ func (c *connection) subscribe(_ context.Context, p *subscribeParams) (any, *Err
 	}
 	c.unsubscribe()
 	ch, stop := c.s.eng.SubscribeSince(since, c.s.opts.EventBuffer)
+	remote := c.s.opts.Remote
 	c.mu.Lock()
 	c.stopEvent = stop
 	c.mu.Unlock()
@@ -522,7 +589,11 @@ func (c *connection) subscribe(_ context.Context, p *subscribeParams) (any, *Err
 		go func() {
 			defer c.subs.Done()
 			for ev := range ch {
-				if !c.notify("mcp_event", eventOf(ev)) {
+				var sc *redact.Scrubber
+				if remote {
+					sc = c.remote()
+				}
+				if !c.notify("mcp_event", eventOf(ev, sc)) {
 					stop()
 					return
 				}

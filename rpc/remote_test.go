@@ -9,11 +9,12 @@ import (
 
 // TestRemoteClientIsDecided serves a remote client (Options.Remote): the
 // voltmcp.remote policy decides every request before its method runs. The
-// remote-safe commands on a configured server run; a tool call, a
-// command on a server not in trusted config, one with no server, the
-// browser-redirect completion and an auth start that is not device-code
-// only are refused with CodeRefused and the policy's reason. The owner's
-// connection runs them.
+// remote-safe commands on a configured server run, and so does watching
+// the events; a tool call, a command on a server not in trusted config,
+// one with no server and the browser-redirect completion are refused
+// with CodeRefused and the policy's reason. The owner's connection runs
+// them. (A remote auth start asks the policy for the device flow, which
+// Auth holds it to: see the daemon's HTTP test.)
 func TestRemoteClientIsDecided(t *testing.T) {
 	eng := newEngine(t)
 	remote := dial(t, NewServer(eng, &Options{Remote: true}))
@@ -32,8 +33,11 @@ func TestRemoteClientIsDecided(t *testing.T) {
 		{"approve_mcp_server", `{"id":"demo"}`, "not on the remote-safe list"},
 		{"list_mcp_pins", `{"id":"demo"}`, "not on the remote-safe list"},
 		{"read_mcp_server_log", `{"id":"demo"}`, "not on the remote-safe list"},
+		{"gateway", `{"action":"call","server":"demo","tool":"echo","arguments":{"text":"hi"}}`, "not on the remote-safe list"},
 		{"complete_mcp_server_auth", `{"id":"demo","callbackUrl":"http://127.0.0.1:1/cb?code=x"}`, "only for local callers"},
-		{"start_mcp_server_auth", `{"id":"demo"}`, "device-code"},
+		{"start_mcp_server_auth", `{"id":"nope"}`, "not in trusted config"},
+		{"subscribe_mcp_events", `{}`, ""},
+		{"unsubscribe_mcp_events", `{}`, ""},
 	} {
 		remote.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, c.method, c.params))
 		m := remote.read()

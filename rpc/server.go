@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/engine"
+	"github.com/voltmcp/voltmcp/redact"
 )
 
 // The defaults of [Options].
@@ -72,6 +75,12 @@ type Server struct {
 	eng  *engine.Engine
 	opts Options
 	log  *slog.Logger
+
+	// The scrubber of a remote client's answers, made from the config
+	// it was made of (see remoteScrubber), made again when it changes.
+	remoteMu  sync.Mutex
+	remoteCfg *cue.Config
+	remoteSc  *redact.Scrubber
 }
 
 // NewServer returns a Server of eng. opts may be nil.
@@ -372,4 +381,40 @@ func serverError(id string, err error) *Error {
 		return &Error{Code: CodeUnknownServer, Message: err.Error(), Data: map[string]string{"id": id}}
 	}
 	return &Error{Code: CodeFailed, Message: fmt.Sprintf("%v", err)}
+}
+
+// Answer answers one request line as [Server.Serve] answers a line of a
+// connection (the same decoder, methods, remote decision and encoder),
+// for a face that carries one request per exchange, such as the
+// daemon's HTTP listener (POST /rpc). It returns the answer's JSON
+// without a newline, or nil for a notification, which has none. A line
+// over [Options.MaxLineBytes] is refused as Serve refuses it.
+// subscribe_mcp_events and unsubscribe_mcp_events need a connection
+// that stays open, and are answered [CodeInvalidRequest]. The request is
+// cancelled when ctx ends.
+func (s *Server) Answer(ctx context.Context, line []byte) []byte {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := &connection{s: s, ctx: ctx, cancel: cancel, out: make(chan []byte, 1)}
+	var req request
+	var res any
+	var rerr *Error
+	if len(trimSpace(line)) > s.opts.MaxLineBytes {
+		rerr = errorf(CodeInvalidRequest, "request of %d bytes is over the limit of %d bytes", len(line), s.opts.MaxLineBytes)
+	} else if req, rerr = decodeRequest(line); rerr == nil {
+		m, ok := methodsByName[req.Method]
+		switch {
+		case !ok:
+			rerr = errorf(CodeMethodNotFound, "unknown method %q: get_mcp_capabilities lists the methods", clip(req.Method))
+		case m.name == "subscribe_mcp_events" || m.name == "unsubscribe_mcp_events":
+			rerr = errorf(CodeInvalidRequest, "%s needs a connection that stays open for the events; over the daemon's HTTP listener, GET /events streams them", m.name)
+		default:
+			res, rerr = c.call(m, req.Params)
+		}
+		if !req.hasID {
+			return nil
+		}
+	}
+	c.answer(req.ID, res, rerr)
+	return bytes.TrimSuffix(<-c.out, []byte("\n"))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/voltmcp/voltmcp/cue"
 	"github.com/voltmcp/voltmcp/daemon"
+	"github.com/voltmcp/voltmcp/devices"
 	"github.com/voltmcp/voltmcp/engine"
 	"github.com/voltmcp/voltmcp/rpc"
 )
@@ -21,13 +22,17 @@ import (
 func daemonCommand() *command {
 	var maxConns int
 	var asJSON bool
+	var httpAddr, name string
 	c := &command{
 		name:    "daemon",
-		summary: "run one gateway for all your agents on a unix socket (status, stop)",
-		choices: []string{"status", "stop"},
-		usage: `Usage: voltmcp daemon [--max-connections N]
+		summary: "run one gateway for all your agents on a unix socket (status, stop, pair, devices)",
+		choices: []string{"status", "stop", "pair", "devices"},
+		usage: `Usage: voltmcp daemon [--max-connections N] [--http 127.0.0.1:PORT]
        voltmcp daemon status [--json]
        voltmcp daemon stop
+       voltmcp daemon pair [--name NAME]
+       voltmcp daemon devices [--json]
+       voltmcp daemon devices revoke ID
 
 'voltmcp daemon' runs the user's gateway in the foreground, logging to
 stderr, until Ctrl-C, SIGTERM or 'voltmcp daemon stop'. It serves the
@@ -46,6 +51,23 @@ by a daemon that died is replaced; a directory or socket that is not
 yours alone is refused, and the error names it. --approve is refused:
 each project's trust is its own ('voltmcp trust' in it).
 
+--http ADDR also serves paired devices (a browser UI, a phone through a
+tunnel such as 'ssh -L') over HTTP on a loopback address: 127.0.0.1,
+[::1] or localhost with a port; any other host is refused. POST /rpc
+takes one JSON-RPC request, GET /events streams the events (Server-Sent
+Events). Each request needs 'Authorization: Bearer <device token>', and
+each command is decided by the voltmcp.remote policy: by default only
+the spec's remote-safe commands, on configured servers, with device-code
+auth only; a stdio server's arguments, environment values and URL paths
+are not shown. docs/rpc.md describes it.
+
+'voltmcp daemon pair' pairs a device: it prints the device's token once
+(the daemon keeps only its SHA-256, in <agent-dir>/daemon/devices.json,
+mode 0600). 'voltmcp daemon devices' lists the paired devices and when
+each was last served;
+'voltmcp daemon devices revoke ID' (an id or a name) takes one back, and
+a running daemon refuses its token from the next request on.
+
 'voltmcp daemon status' says whether one runs, its pid, socket and the
 workspaces attached; it exits 3 when none runs. 'voltmcp daemon stop'
 asks it to stop and waits until it has closed its engines.
@@ -55,11 +77,16 @@ daemon dies.
 
 Examples:
   voltmcp daemon
+  voltmcp daemon --http 127.0.0.1:7465
+  voltmcp daemon pair --name phone
+  voltmcp daemon devices revoke phone
   voltmcp daemon status
   voltmcp daemon stop`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.IntVar(&maxConns, "max-connections", daemon.DefaultMaxConns, "connections served at once; one more is refused with an error")
-			fs.BoolVar(&asJSON, "json", false, "with status, print the status as JSON")
+			fs.BoolVar(&asJSON, "json", false, "with status or devices, print JSON")
+			fs.StringVar(&httpAddr, "http", "", "also serve paired devices over HTTP on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT)")
+			fs.StringVar(&name, "name", "", "with pair, the device's name (default: device-DATE)")
 		},
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -67,29 +94,106 @@ Examples:
 		if len(args) > 0 {
 			sub = args[0]
 		}
+		if sub == "devices" {
+			return daemonDevices(ctx, e, args[1:], asJSON)
+		}
 		if len(args) > 1 {
 			return usageErrorf("daemon %s takes no more arguments", sub)
 		}
+		if httpAddr != "" && sub != "" {
+			return usageErrorf("--http goes with 'voltmcp daemon' itself, not with %s", sub)
+		}
 		switch sub {
 		case "":
-			return runDaemon(ctx, e, maxConns)
+			return runDaemon(ctx, e, maxConns, httpAddr)
 		case "status":
 			return daemonStatus(ctx, e, asJSON)
 		case "stop":
 			return daemonStop(ctx, e)
+		case "pair":
+			return daemonPair(ctx, e, name)
 		}
-		return usageErrorf("unknown daemon command %q: want 'voltmcp daemon', 'voltmcp daemon status' or 'voltmcp daemon stop'", sub)
+		return usageErrorf("unknown daemon command %q: want 'voltmcp daemon', or its status, stop, pair or devices", sub)
 	}
 	return c
 }
 
+// deviceStore is the daemon's paired-device store.
+func deviceStore(e *env) *devices.Store {
+	return devices.New(daemon.DevicesPath(e.g.agentDir), nil)
+}
+
+// daemonPair pairs a device and prints its token, once.
+func daemonPair(ctx context.Context, e *env, name string) error {
+	if name == "" {
+		name = "device-" + time.Now().Format("20060102-150405")
+	}
+	if err := os.MkdirAll(daemon.Dir(e.g.agentDir), 0o700); err != nil {
+		return failuref("%w", err)
+	}
+	if err := daemon.CheckPrivateDir(daemon.Dir(e.g.agentDir)); err != nil {
+		return failuref("%w", err)
+	}
+	d, token, err := deviceStore(e).Pair(ctx, name)
+	if err != nil {
+		return failuref("%w", err)
+	}
+	fmt.Fprintf(e.stderr, "voltmcp: paired device %q (id %s). Its token is below, shown this once: give it to the device, which sends it as\n'Authorization: Bearer <token>' to 'voltmcp daemon --http'. 'voltmcp daemon devices revoke %s' takes it back.\n", clean(d.Name), d.ID, d.ID)
+	fmt.Fprintln(e.stdout, token)
+	return nil
+}
+
+// daemonDevices lists the paired devices, or revokes one.
+func daemonDevices(ctx context.Context, e *env, args []string, asJSON bool) error {
+	store := deviceStore(e)
+	switch {
+	case len(args) == 0:
+		list, err := store.List()
+		if err != nil {
+			return failuref("%w", err)
+		}
+		if asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(map[string]any{"devices": list})
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(e.stdout, "no paired device ('voltmcp daemon pair' pairs one)")
+			return nil
+		}
+		for _, d := range list {
+			used := "never used"
+			if !d.LastUsedAt.IsZero() {
+				used = "last used " + d.LastUsedAt.Local().Format("2006-01-02 15:04")
+			}
+			fmt.Fprintf(e.stdout, "%s  %-20s  paired %s, %s\n", d.ID, clean(d.Name), d.PairedAt.Local().Format("2006-01-02 15:04"), used)
+		}
+		return nil
+	case args[0] == "revoke" && len(args) == 2:
+		d, err := store.Revoke(ctx, args[1])
+		if err != nil {
+			return failuref("%w", err)
+		}
+		fmt.Fprintf(e.stdout, "revoked device %q (id %s): its token is refused from now on\n", clean(d.Name), d.ID)
+		return nil
+	case args[0] == "revoke":
+		return usageErrorf("daemon devices revoke takes one device id (or name)")
+	}
+	return usageErrorf("unknown daemon devices command %q: want 'voltmcp daemon devices' or 'voltmcp daemon devices revoke ID'", args[0])
+}
+
 // runDaemon runs the daemon in the foreground.
-func runDaemon(ctx context.Context, e *env, maxConns int) error {
+func runDaemon(ctx context.Context, e *env, maxConns int, httpAddr string) error {
 	if mark := engine.UnderGateway(e.getenv); mark != "" {
 		return failuref("not running a daemon: this process was started by a voltmcp gateway (%s is set)", engine.RunEnv)
 	}
 	if e.g.approve {
 		return usageErrorf("--approve does not go with the daemon: it serves every workspace; trust a project with 'voltmcp trust' in it")
+	}
+	if httpAddr != "" {
+		if _, err := daemon.CheckLoopback(httpAddr); err != nil {
+			return usageErrorf("%v", err)
+		}
 	}
 	stderr := &lockedWriter{w: e.stderr}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -105,6 +209,8 @@ func runDaemon(ctx context.Context, e *env, maxConns int) error {
 		RPC:      rpc.Options{Logger: log},
 		MaxConns: maxConns,
 		Logger:   log,
+		HTTPAddr: httpAddr,
+		Devices:  deviceStore(e),
 		Ready: func() {
 			fmt.Fprintf(stderr, "voltmcp: daemon serving on %s (pid %d; Ctrl-C or 'voltmcp daemon stop' to stop)\n", daemon.SocketPath(e.g.agentDir), os.Getpid())
 		},

@@ -53,9 +53,9 @@ func daemonHome(t testing.TB, names ...string) string {
 
 // startDaemonProcess runs `voltmcp daemon` as its own process until the
 // test ends, and returns it once it serves.
-func startDaemonProcess(t testing.TB, home string) *exec.Cmd {
+func startDaemonProcess(t testing.TB, home string, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := cliCommand("daemon", "--home", home)
+	cmd := cliCommand(append([]string{"daemon", "--home", home}, extra...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

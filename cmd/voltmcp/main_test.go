@@ -148,7 +148,7 @@ func TestCommandHelp(t *testing.T) {
 		"enable":        nil,
 		"disable":       nil,
 		"serve":         {"http", "token-file", "socket", "no-watch", "daemon", "no-daemon"},
-		"daemon":        {"max-connections", "json"},
+		"daemon":        {"max-connections", "json", "http", "name"},
 		"events":        {"json", "since"},
 		"status":        {"json", "line"},
 		"ui":            nil,

@@ -36,6 +36,10 @@ remote_safe_global := {
 	"list_mcp_tools",
 	"list_mcp_resources",
 	"list_mcp_prompts",
+	# Watching the event stream changes nothing; the events a remote
+	# client gets are scrubbed as its answers are (docs/rpc.md).
+	"subscribe_mcp_events",
+	"unsubscribe_mcp_events",
 }
 
 # Commands on one existing server.

@@ -116,10 +116,13 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 	if !set.Builtin || closed() {
 		return
 	}
+	// The built-in module is checked here and compiled on its first call
+	// (a tool rated, a result shaped), not here: a gateway whose ratings
+	// are stored with its cached listings and that answers no call holds
+	// no compiled code. A compile that fails then is a fault of that
+	// call, which rates the tool unknown and shapes with the native
+	// sanitizer, as any fault of the module does.
 	m, err := host.Builtin(ctx)
-	if err == nil {
-		err = m.Compile(ctx)
-	}
 	if err != nil {
 		if closed() {
 			return

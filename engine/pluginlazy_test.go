@@ -11,9 +11,9 @@ import (
 
 // TestBuiltinPluginCompilesOnFirstUse checks that a gateway whose
 // ratings are stored with its cached listings prepares the built-in
-// module without compiling it, answers searches without it, and compiles
-// it on the first tool it must rate, which it rates as a gateway that
-// compiled the module at start rates it.
+// module without compiling it, answers searches without it, compiles it
+// once a server starts, and rates tools with it as a gateway that
+// compiled the module at start rates them.
 func TestBuiltinPluginCompilesOnFirstUse(t *testing.T) {
 	t.Parallel()
 	opts := workspace(t, map[string]server{"s": stdio(mcptest.ModeBehave, nil)}, nil)
@@ -45,6 +45,11 @@ func TestBuiltinPluginCompilesOnFirstUse(t *testing.T) {
 	if builtin.Compiled() {
 		t.Fatal("a search over stored ratings compiled the built-in module")
 	}
+	// A server that starts has the module compiled while it starts.
+	if err := e.Connect(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the built-in module compiled once a server started", builtin.Compiled)
 	eager, err := wasm.NewHost(ctx, &wasm.Options{CacheDir: opts.PluginCacheDir})
 	if err != nil {
 		t.Fatal(err)

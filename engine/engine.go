@@ -208,7 +208,7 @@ type Engine struct {
 
 	ixMu    sync.Mutex // guards the search index cache
 	ix      *search.Index
-	ixTools map[string]Tool
+	ixTools map[string]*Tool // into the listings the index was built from
 	ixKey   string
 
 	outOnce sync.Once

@@ -332,8 +332,11 @@ func (e *Engine) searchPage(ctx context.Context, query, server string, limit int
 }
 
 // searchMatch is the match of hit h, if its tool is exposed.
-func (e *Engine) searchMatch(ctx context.Context, tools map[string]Tool, h search.Hit) (SearchMatch, bool) {
-	t := tools[h.Server+"\x00"+h.Tool]
+func (e *Engine) searchMatch(ctx context.Context, tools map[string]*Tool, h search.Hit) (SearchMatch, bool) {
+	var t Tool
+	if p := tools[h.Server+"\x00"+h.Tool]; p != nil {
+		t = *p
+	}
 	s, err := e.supervisor(h.Server)
 	if err != nil {
 		return SearchMatch{}, false
@@ -486,7 +489,7 @@ func summary(desc string) string {
 // index returns the search index over every exposed tool of every
 // enabled server, rebuilt when any server's metadata changed, and the
 // key of the metadata it was built from.
-func (e *Engine) index(ctx context.Context) (*search.Index, map[string]Tool, string) {
+func (e *Engine) index(ctx context.Context) (*search.Index, map[string]*Tool, string) {
 	e.mu.Lock()
 	sups := make([]*supervisor, 0, len(e.servers))
 	for _, s := range e.servers {
@@ -516,10 +519,14 @@ func (e *Engine) index(ctx context.Context) (*search.Index, map[string]Tool, str
 		return e.ix, e.ixTools, e.ixKey
 	}
 	var docs []search.Doc
-	tools := map[string]Tool{}
+	// The tools are pointers into the listings, which are never changed
+	// once published (a discovery publishes a new one): an index of
+	// 10,000 tools holds no copy of them.
+	tools := map[string]*Tool{}
 	for _, en := range entries {
-		for _, t := range en.meta.Tools {
-			if !e.decide(e.exposureInput(ctx, en.s, t)).Exposed {
+		for i := range en.meta.Tools {
+			t := &en.meta.Tools[i]
+			if !e.decide(e.exposureInput(ctx, en.s, *t)).Exposed {
 				continue
 			}
 			docs = append(docs, search.Doc{Server: en.s.cfg.ID, ServerTitle: en.s.cfg.Title, Name: t.Name, Title: t.Title,

@@ -45,6 +45,12 @@ type guard struct {
 	stop      context.CancelFunc
 	polReady  chan struct{}
 	plugReady chan struct{}
+	// warm, closed by warmPlugins, has the preparation compile the
+	// chain's modules; prepared is closed when the preparation is over,
+	// compiling included.
+	warm     chan struct{}
+	warmOnce sync.Once
+	prepared chan struct{}
 
 	// pol is the policy set every decision is made with, read from any
 	// goroutine (a call's, the audit log writer's for the redactor). It
@@ -138,6 +144,7 @@ func newGuard(e *Engine, cfg *cue.Config) *guard {
 		}
 	}
 	g.polReady, g.plugReady = make(chan struct{}), make(chan struct{})
+	g.warm, g.prepared = make(chan struct{}), make(chan struct{})
 	ctx, stop := context.WithCancel(context.Background())
 	g.stop = stop
 	go g.prepare(ctx)
@@ -504,7 +511,7 @@ func (e *Engine) heldGuard() (*guard, func()) {
 // host.
 func (g *guard) close() {
 	g.stop()
-	<-g.plugReady
+	<-g.prepared
 	g.use.Lock()
 	g.closed = true
 	g.use.Unlock()

@@ -126,6 +126,7 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 	if err != nil {
 		err = errors.New(s.scrub.Text(err.Error()))
 	}
+	p = slimPins(p)
 	s.mu.Lock()
 	s.pins.valid, s.pins.stamp, s.pins.pins, s.pins.err, s.pins.checked = true, stamp, p, err, now
 	failure := s.pins.failure
@@ -134,6 +135,29 @@ func (s *supervisor) currentPins() (pin.Pins, string, error) {
 		s.swapApproved(p)
 	}
 	return p, failure, err
+}
+
+// slimPins returns p as the supervisor keeps it between reads of the
+// pin file: of a tool without a pending change, only the pin's hash,
+// time, name and risk, which pin states, swapApproved and the pins view
+// read; of a tool whose change waits, the whole pinned metadata, which
+// the pins view diffs. The rest of a pin (a tool's description, schema
+// and annotations) is in the file, and in memory again only when a
+// discovery reads the file, so that an idle gateway does not hold a
+// second copy of every listed tool's metadata.
+func slimPins(p pin.Pins) pin.Pins {
+	if len(p.Tools) == 0 {
+		return p
+	}
+	tools := make(map[string]pin.Pin, len(p.Tools))
+	for name, pn := range p.Tools {
+		if _, pending := p.Pending[name]; !pending {
+			pn.Meta = pin.Meta{Name: pn.Meta.Name, Risk: pn.Meta.Risk}
+		}
+		tools[name] = pn
+	}
+	p.Tools = tools
+	return p
 }
 
 // pinState returns the pin state of a tool of server, for the tools

@@ -24,12 +24,49 @@ import (
 // that what the gateway refuses vet refuses, with the same error.
 
 // prepare loads the policies and sets up the plugins, and marks each
-// ready. ctx ends when the guard closes.
+// ready; then, once warmPlugins asks, it compiles the plugins that
+// compile on their first call. ctx ends when the guard closes.
 func (g *guard) prepare(ctx context.Context) {
-	defer close(g.plugReady)
-	g.loadPolicies(ctx)
-	close(g.polReady)
-	g.setUpPlugins(ctx)
+	defer close(g.prepared)
+	var chain *wasm.Chain
+	func() {
+		defer close(g.plugReady)
+		g.loadPolicies(ctx)
+		close(g.polReady)
+		g.setUpPlugins(ctx)
+		chain = g.chain // read before plugReady: others may read it after
+	}()
+	select {
+	case <-g.warm:
+		g.compilePlugins(ctx, chain)
+	case <-ctx.Done():
+	}
+}
+
+// warmPlugins has the guard's preparation compile the modules of its
+// chain in the background, once: a server is starting, and the calls
+// that follow rate its tools and shape their results, so the compile
+// (the built-in module's, which setUpPlugins leaves to its first call)
+// overlaps the server's start rather than the first call's answer.
+func (g *guard) warmPlugins() {
+	g.warmOnce.Do(func() { close(g.warm) })
+}
+
+// compilePlugins compiles the modules of chain not compiled yet. A
+// module that does not compile is reported as setUpPlugins reports one;
+// its calls then fault (see setUpPlugins).
+func (g *guard) compilePlugins(ctx context.Context, chain *wasm.Chain) {
+	if chain == nil {
+		return
+	}
+	for _, m := range slices.Concat(chain.Classifiers, chain.Shapers) {
+		if m.Compiled() {
+			continue
+		}
+		if err := m.Compile(ctx); err != nil && ctx.Err() == nil {
+			g.e.pluginLoadFailed(m.Name(), err)
+		}
+	}
 }
 
 // loadPolicies sets pol and polErr: Options.Policies when set, else the
@@ -116,10 +153,13 @@ func (g *guard) setUpPlugins(ctx context.Context) {
 	if !set.Builtin || closed() {
 		return
 	}
+	// The built-in module is checked here and compiled on its first call
+	// (a tool rated, a result shaped), not here: a gateway whose ratings
+	// are stored with its cached listings and that answers no call holds
+	// no compiled code. A compile that fails then is a fault of that
+	// call, which rates the tool unknown and shapes with the native
+	// sanitizer, as any fault of the module does.
 	m, err := host.Builtin(ctx)
-	if err == nil {
-		err = m.Compile(ctx)
-	}
 	if err != nil {
 		if closed() {
 			return

@@ -287,6 +287,9 @@ func (s *supervisor) connect(ctx context.Context) error {
 	// timeout or the caller giving up while connecting.
 	// It carries the agent's client of the call, if any, whom a login
 	// the connection needs is offered to (CanOfferURL).
+	// The tools of a server started are rated and its results shaped:
+	// the plugins compile while it starts.
+	s.e.guard.Load().warmPlugins()
 	sctx, cancelSession := context.WithCancel(withAgentOf(s.ctx, ctx))
 	timer := time.AfterFunc(ms(s.cfg.ConnectTimeoutMs), cancelSession)
 	stopWatch := context.AfterFunc(ctx, cancelSession)

@@ -175,3 +175,46 @@ func TestBuiltinReproducible(t *testing.T) {
 		t.Fatalf("wasm/builtin/builtin.wasm (%d bytes) is not what wasm/builtin/guest builds to (%d bytes): run 'go generate ./wasm/...' and commit the result", len(committed), len(got))
 	}
 }
+
+// TestBuiltinCompilesOnFirstCall checks that the built-in module compiles
+// on its first call, whichever export that call runs, and then answers
+// as the module compiled ahead of its calls answers.
+func TestBuiltinCompilesOnFirstCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eager := builtin(t)
+	if err := eager.Compile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	classify := wasm.ClassifyInput{Server: "s", Tool: "delete_repo", Description: "Deletes a repository.", Annotations: json.RawMessage(`{"readOnlyHint":true}`)}
+	shape := wasm.ShapeInput{Server: "s", Tool: "t", Content: []wasm.Content{{Type: "text", Text: "hello\x1b[31m world"}}}
+	for _, first := range []string{"classify", "shape"} {
+		t.Run(first, func(t *testing.T) {
+			t.Parallel()
+			lazy := builtin(t)
+			if lazy.Compiled() {
+				t.Fatal("the built-in module compiled before its first call")
+			}
+			var got, want any
+			var gerr, werr error
+			if first == "classify" {
+				got, gerr = lazy.Classify(ctx, classify)
+				want, werr = eager.Classify(ctx, classify)
+			} else {
+				got, gerr = lazy.Shape(ctx, shape)
+				want, werr = eager.Shape(ctx, shape)
+			}
+			if gerr != nil || werr != nil {
+				t.Fatalf("lazy: %v; eager: %v", gerr, werr)
+			}
+			if !lazy.Compiled() {
+				t.Fatal("the built-in module is not compiled after its first call")
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) || len(g) < 10 {
+				t.Errorf("compiled on its first call: %s; compiled ahead: %s", g, w)
+			}
+		})
+	}
+}

@@ -297,7 +297,9 @@ const BuiltinName = "builtin"
 func (h *Host) Builtin(ctx context.Context) (*Module, error) {
 	h.builtinOnce.Do(func() {
 		sum := sha256.Sum256(builtinWasm)
-		h.builtin, h.builtinErr = h.Load(ctx, BuiltinName, builtinWasm, &LoadOptions{SHA256: hex.EncodeToString(sum[:])})
+		// The built-in module's bytes are part of the program: the module
+		// keeps them, not an instrumented copy, until it compiles.
+		h.builtin, h.builtinErr = h.load(BuiltinName, builtinWasm, &LoadOptions{SHA256: hex.EncodeToString(sum[:])}, true)
 	})
 	return h.builtin, h.builtinErr
 }
@@ -309,6 +311,15 @@ func (h *Host) Builtin(ctx context.Context) (*Module, error) {
 // against the module's page limit, without compiling the module or
 // running any of its code. A nil opts is the zero LoadOptions.
 func (h *Host) Load(_ context.Context, name string, wasm []byte, opts *LoadOptions) (*Module, error) {
+	return h.load(name, wasm, opts, false)
+}
+
+// load is Load. With program, wasm is bytes of the program itself (the
+// built-in module), which nothing changes: the module keeps them and
+// instruments them again when it compiles, rather than keeping the
+// instrumented copy that a module loaded from a caller's bytes keeps
+// until it compiles.
+func (h *Host) load(name string, wasm []byte, opts *LoadOptions, program bool) (*Module, error) {
 	var o LoadOptions
 	if opts != nil {
 		o = *opts
@@ -338,8 +349,12 @@ func (h *Host) Load(_ context.Context, name string, wasm []byte, opts *LoadOptio
 	if err != nil {
 		return nil, fmt.Errorf("wasm: module %s: %w", name, err)
 	}
-	return &Module{host: h, name: name, sum: got, bin: bin, sh: sh, memPages: o.MemoryPages, timeout: o.Timeout,
-		sem: make(chan struct{}, h.poolSize)}, nil
+	m := &Module{host: h, name: name, sum: got, bin: bin, sh: sh, memPages: o.MemoryPages, timeout: o.Timeout,
+		sem: make(chan struct{}, h.poolSize)}
+	if program {
+		m.src, m.bin = wasm, nil
+	}
+	return m, nil
 }
 
 // Module is one loaded plugin. It is safe for concurrent use. An instance
@@ -353,8 +368,12 @@ type Module struct {
 	host *Host
 	name string
 	sum  string
-	bin  []byte
-	sh   shape
+	// bin is the instrumented module until it compiles; src, for the
+	// built-in module, the program's own bytes, instrumented again at
+	// compile time (Host.load).
+	bin []byte
+	src []byte
+	sh  shape
 	// memPages and timeout are the module's limits (LoadOptions).
 	memPages uint32
 	timeout  time.Duration
@@ -389,6 +408,14 @@ func (m *Module) Compile(ctx context.Context) error {
 	return err
 }
 
+// Compiled reports whether the module has been compiled: by
+// [Module.Compile] or by its first call.
+func (m *Module) Compiled() bool {
+	m.compileMu.Lock()
+	defer m.compileMu.Unlock()
+	return m.compiled != nil
+}
+
 // compile compiles the module once and reports whether this call is the
 // one that found it bad.
 func (m *Module) compile(ctx context.Context) (first bool, _ error) {
@@ -397,7 +424,15 @@ func (m *Module) compile(ctx context.Context) (first bool, _ error) {
 	if m.compiled != nil || m.compileErr != nil {
 		return false, m.compileErr
 	}
-	cm, err := m.host.rt.CompileModule(ctx, m.bin)
+	bin := m.bin
+	if bin == nil {
+		var err error
+		if bin, err = instrument(m.src, m.memPages); err != nil {
+			m.compileErr = fmt.Errorf("compile: %w", err)
+			return true, m.compileErr
+		}
+	}
+	cm, err := m.host.rt.CompileModule(ctx, bin)
 	if err != nil {
 		err = fmt.Errorf("compile: %w", err)
 		if ctx.Err() == nil {
@@ -405,7 +440,8 @@ func (m *Module) compile(ctx context.Context) (first bool, _ error) {
 		}
 		return true, err
 	}
-	m.compiled = cm
+	// The compiled module is all that calls need from now on.
+	m.compiled, m.bin, m.src = cm, nil, nil
 	return false, nil
 }
 

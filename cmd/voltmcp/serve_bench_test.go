@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -54,6 +55,21 @@ func runIfCLIChild() {
 				f.Close()
 			}
 		}
+	}
+	// VOLTMCP_TEST_HEAPPROFILE writes a heap profile of the child each
+	// time it gets SIGUSR1, to see what an idle gateway keeps.
+	if path := os.Getenv("VOLTMCP_TEST_HEAPPROFILE"); path != "" {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		go func() {
+			for range usr1 {
+				if f, err := os.Create(path); err == nil {
+					runtime.GC()
+					_ = pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
+		}()
 	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

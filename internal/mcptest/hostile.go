@@ -276,6 +276,8 @@ func hostileList(mode, cursor string, n int) (map[string]any, error) {
 		return hintsFileTools()
 	case ModeDescribed:
 		return map[string]any{"tools": describedTools()}, nil
+	case ModeCatalog:
+		return map[string]any{"tools": catalogTools()}, nil
 	case ModeHostileWire:
 		return map[string]any{"tools": []any{rawTool(ToolWireFail, "Fails with a hostile JSON-RPC error.", objectSchema()),
 			rawTool(ToolWireStructured, "Answers clean text with hostile structured content.", objectSchema())}}, nil

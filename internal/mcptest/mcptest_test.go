@@ -839,3 +839,29 @@ func TestServeHTTPWithHeaderCheck(t *testing.T) {
 		t.Errorf("echo = %q", got)
 	}
 }
+
+// TestCatalog lists mode catalog for two services: CatalogTools tools of
+// unique names, each with an object schema of described properties and
+// a description that names its service.
+func TestCatalog(t *testing.T) {
+	t.Parallel()
+	for _, service := range []string{"0", "42"} {
+		cs, _ := connectStdio(t, mcptest.ModeCatalog, nil, mcptest.EnvService+"="+service)
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Tools) != mcptest.CatalogTools {
+			t.Fatalf("service %s: %d tools, want %d", service, len(res.Tools), mcptest.CatalogTools)
+		}
+		seen := map[string]bool{}
+		for _, tool := range res.Tools {
+			schema, _ := tool.InputSchema.(map[string]any)
+			props, _ := schema["properties"].(map[string]any)
+			if seen[tool.Name] || len(props) < 3 || schema["type"] != "object" || !strings.HasSuffix(tool.Description, "(service "+service+")") || tool.Annotations == nil {
+				t.Fatalf("service %s: tool %+v", service, tool)
+			}
+			seen[tool.Name] = true
+		}
+	}
+}

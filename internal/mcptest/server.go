@@ -82,7 +82,7 @@ func isRawMode(mode string) bool {
 	switch mode {
 	case ModeRepeatCursor, ModeBadMetadata, ModeHugeMetadata, ModeManyTools, ModeSchemaBomb,
 		ModeRugPull, ModeRugPullSchema, ModeRugPullDestructive, ModeFloodNotify, ModeHintsFile,
-		ModeDeepAnswer, ModeHostileWire, ModeDescribed, ModeSecretMeta, ModeFloodRequests:
+		ModeDeepAnswer, ModeHostileWire, ModeDescribed, ModeSecretMeta, ModeFloodRequests, ModeCatalog:
 		return true
 	}
 	return false

@@ -245,6 +245,7 @@ func TestStatusLine(t *testing.T) {
 	}{
 		{[]string{"--approve"}, "MCP 2 configured / 0 connected / 0 auth\n"},
 		{[]string{"--no-approve"}, "MCP 2 configured / 0 connected / 0 auth\n"},
+		{[]string{"--approve", "--json"}, `{"auth":0,"configured":2,"connected":0,"errors":0,"untrusted":0}` + "\n"},
 	} {
 		r := runCLI(t, e.getenv, append([]string{"status", "--line", "--home", e.g.home, "--project", e.g.project}, tc.args...)...)
 		if r.code != exitOK || r.stdout != tc.want {

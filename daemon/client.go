@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -199,19 +200,13 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 	id := c.next
 	c.pending[id] = ch
 	c.mu.Unlock()
-	req := struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      int64  `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params,omitempty"`
-	}{"2.0", id, method, params}
-	b, err := json.Marshal(req)
+	b, err := appendRequest(make([]byte, 0, 64+len(method)+rawLen(params)), id, method, params)
 	if err != nil {
 		c.forget(id)
 		return nil, err
 	}
 	c.wmu.Lock()
-	_, err = c.conn.Write(append(b, '\n'))
+	_, err = c.conn.Write(b)
 	c.wmu.Unlock()
 	if err != nil {
 		c.forget(id)
@@ -226,6 +221,54 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 		c.forget(id)
 		return nil, ctx.Err()
 	}
+}
+
+// appendRequest appends the request line (newline included) of id,
+// method and params to b. Params that are a json.RawMessage are written
+// as they are when they are compact JSON (the mcp tool's arguments as an
+// agent sent them, forwarded); nil, or an empty json.RawMessage, leaves
+// params out.
+func appendRequest(b []byte, id int64, method string, params any) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	m, err := json.Marshal(method)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `,"method":`...), m...)
+	var p []byte
+	switch v := params.(type) {
+	case nil:
+	case json.RawMessage:
+		p = v
+		if len(p) > 0 && !compactLine(p) {
+			if p, err = json.Marshal(v); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		if p, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	if len(p) > 0 {
+		b = append(append(b, `,"params":`...), p...)
+	}
+	return append(b, "}\n"...), nil
+}
+
+// compactLine reports whether raw is valid JSON that fits on one line
+// as it is.
+func compactLine(raw []byte) bool {
+	return bytes.IndexByte(raw, '\n') < 0 && json.Valid(raw)
+}
+
+// rawLen is the length of params when they are JSON already.
+func rawLen(params any) int {
+	if raw, ok := params.(json.RawMessage); ok {
+		return len(raw)
+	}
+	return 0
 }
 
 func (c *Client) forget(id int64) {

@@ -18,6 +18,11 @@ const GatewayMethod = "gateway"
 // answers bad input with a tool error result, as the mcp tool does.
 func gatewayMethod() *method {
 	return &method{name: GatewayMethod, run: func(c *connection, ctx context.Context, params json.RawMessage) (any, *Error) {
-		return c.s.eng.GatewayCall(ctx, params), nil
+		return encoded(c.s.eng.GatewayCall(ctx, params)), nil
 	}}
 }
+
+// encoded is a result the engine has encoded as compact JSON on one
+// line ([engine.Engine.GatewayCall]): the answer carries it as it is,
+// not encoded again (see connection.answer).
+type encoded []byte

@@ -303,6 +303,14 @@ func (c *connection) answer(id json.RawMessage, res any, rerr *Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
+	if raw, ok := res.(encoded); ok && rerr == nil {
+		// The id is as the request's decoder read it (a string, a number
+		// or null, one valid JSON value).
+		b := make([]byte, 0, len(raw)+len(id)+40)
+		b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+		c.send(append(append(b, raw...), "}\n"...))
+		return
+	}
 	r := response{JSONRPC: "2.0", ID: id}
 	if rerr != nil {
 		r.Error = rerr

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/voltmcp/voltmcp/rpc"
@@ -56,7 +57,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	next    int64
-	pending map[int64]chan answer
+	pending map[int64]func(answer)
 	err     error // why the connection ended, once it did
 	done    chan struct{}
 }
@@ -71,7 +72,7 @@ type answer struct {
 // notification the daemon sends, on the client's reader (it must not
 // block for long).
 func NewClient(conn net.Conn, notify func(method string, params json.RawMessage)) *Client {
-	c := &Client{conn: conn, notify: notify, pending: map[int64]chan answer{}, done: make(chan struct{})}
+	c := &Client{conn: conn, notify: notify, pending: map[int64]func(answer){}, done: make(chan struct{})}
 	go c.read()
 	return c
 }
@@ -117,8 +118,8 @@ func (c *Client) read() {
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- answer{err: gone}
+	for _, deliver := range pending {
+		deliver(answer{err: gone})
 	}
 	c.conn.Close()
 	close(c.done)
@@ -162,17 +163,17 @@ func (c *Client) handle(line []byte) {
 		return
 	}
 	c.mu.Lock()
-	ch := c.pending[*m.ID]
+	deliver := c.pending[*m.ID]
 	delete(c.pending, *m.ID)
 	c.mu.Unlock()
-	if ch == nil {
+	if deliver == nil {
 		return
 	}
 	if m.Error != nil {
-		ch <- answer{err: m.Error}
+		deliver(answer{err: m.Error})
 		return
 	}
-	ch <- answer{result: m.Result}
+	deliver(answer{result: m.Result})
 }
 
 // Call sends method with params (any JSON value; a json.RawMessage is
@@ -190,36 +191,54 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 // CallRaw is Call returning the result's JSON as it came.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
+	c.CallRawThen(ctx, method, params, func(res json.RawMessage, err error) { ch <- answer{res, err} })
+	a := <-ch
+	return a.result, a.err
+}
+
+// CallRawThen is CallRaw handing the answer to then instead of waiting
+// for it. then runs once: on the client's reader when the daemon
+// answers or the connection ends (it must not block for long: no other
+// answer is read meanwhile), on a goroutine of its own when ctx ends
+// first (with ctx's error), or before CallRawThen returns when the
+// request cannot be sent.
+func (c *Client) CallRawThen(ctx context.Context, method string, params any, then func(json.RawMessage, error)) {
+	var once atomic.Bool
+	deliver := func(a answer) {
+		if once.CompareAndSwap(false, true) {
+			then(a.result, a.err)
+		}
+	}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, err
+		deliver(answer{err: err})
+		return
 	}
 	c.next++
 	id := c.next
-	c.pending[id] = ch
+	stop := context.AfterFunc(ctx, func() {
+		c.forget(id)
+		deliver(answer{err: ctx.Err()})
+	})
+	c.pending[id] = func(a answer) {
+		stop()
+		deliver(a)
+	}
 	c.mu.Unlock()
 	b, err := appendRequest(make([]byte, 0, 64+len(method)+rawLen(params)), id, method, params)
 	if err != nil {
 		c.forget(id)
-		return nil, err
+		stop()
+		deliver(answer{err: err})
+		return
 	}
 	c.wmu.Lock()
 	_, err = c.conn.Write(b)
 	c.wmu.Unlock()
 	if err != nil {
-		c.forget(id)
-		c.conn.Close() // the reader ends and says why
-		<-c.done
-		return nil, c.Err()
-	}
-	select {
-	case a := <-ch:
-		return a.result, a.err
-	case <-ctx.Done():
-		c.forget(id)
-		return nil, ctx.Err()
+		c.conn.Close() // the reader ends, and answers the call with why
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"io"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voltmcp/voltmcp/engine/internal/jsonwire"
 	"github.com/voltmcp/voltmcp/engine/internal/line"
+	"github.com/voltmcp/voltmcp/engine/internal/turn"
 )
 
 // GatewayCall runs raw, the arguments of one call of the mcp tool, as
@@ -25,20 +27,38 @@ import (
 // of an attached serve ([ServeForward]): the daemon answers its
 // forwarded calls with it.
 func (e *Engine) GatewayCall(ctx context.Context, raw json.RawMessage) json.RawMessage {
-	r := e.gatewayRun(ctx, raw)
-	b, err := encodeLeanResult(r, false)
-	if err != nil {
-		b, _ = encodeLeanResult(gwError("encode the result: %v", err), false)
-	}
-	return b
+	got := make(chan json.RawMessage, 1)
+	e.GatewayCallThen(ctx, raw, func(res json.RawMessage) { got <- res })
+	return <-got
+}
+
+// GatewayCallThen is [Engine.GatewayCall] handing the result to then
+// instead of waiting for it: then runs once, on this goroutine when the
+// result is ready at once (an error, a search), else on the goroutine
+// that hands the engine the server's answer (its connection's reader),
+// so that no goroutine waits for the server. then must not block for
+// long. A panic in the call is an internal error result.
+func (e *Engine) GatewayCallThen(ctx context.Context, raw json.RawMessage, then func(res json.RawMessage)) {
+	j := e.newGatewayJob(ctx, func(_ func(), r GatewayResult, fault bool) {
+		if fault {
+			r = gwError("internal error")
+		}
+		b, err := encodeLeanResult(r, false)
+		if err != nil {
+			b, _ = encodeLeanResult(gwError("encode the result: %v", err), false)
+		}
+		then(b)
+	}, nil)
+	j.run(turn.YieldFunc(ctx), func(ctx context.Context, then func(func(), GatewayResult)) { e.gatewayRunThen(ctx, raw, then) })
 }
 
 // A Forward runs one call of the mcp tool elsewhere: it hands args, the
-// call's arguments as the agent sent them, to the daemon, and returns
+// call's arguments as the agent sent them, to the daemon, and hands then
 // the daemon's answer, the JSON of [Engine.GatewayCall], or an error
 // that says why there is none (the daemon went away, ctx ended). ctx is
-// cancelled when the agent cancels the call.
-type Forward func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+// cancelled when the agent cancels the call. then must be called once,
+// on any goroutine; it writes the answer to the agent.
+type Forward func(ctx context.Context, args json.RawMessage, then func(res json.RawMessage, err error))
 
 // ServeForward serves, over in and out (an agent's stdio), an MCP server
 // with the one mcp tool of `voltmcp serve` (same name, title,
@@ -71,7 +91,14 @@ func ServeForward(ctx context.Context, in io.ReadCloser, out io.WriteCloser, cal
 		Instructions: "Use the mcp tool: search for a tool, describe it, then call it. Results from servers are third-party data.",
 	})
 	srv.AddTool(gatewayTool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := call(ctx, req.Params.Arguments)
+		type answer struct {
+			res json.RawMessage
+			err error
+		}
+		got := make(chan answer, 1)
+		call(ctx, req.Params.Arguments, func(res json.RawMessage, err error) { got <- answer{res, err} })
+		a := <-got
+		res, err := a.res, a.err
 		if err != nil {
 			return toolResult(gwError("%v", err)), nil
 		}
@@ -88,27 +115,35 @@ func ServeForward(ctx context.Context, in io.ReadCloser, out io.WriteCloser, cal
 }
 
 // forwardCall runs one call of an attached serve: it lets the reader go
-// (the daemon may take long), forwards the call, and writes the
-// daemon's answer as the response to id, unless the agent cancelled the
-// call. A panic in the forward is an internal error, as it is in the
-// engine's own calls.
-func (l *leanServe) forwardCall(ctx context.Context, yield func(), id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error) {
+// (the daemon may take long) and forwards the call; the daemon's answer
+// is written as the response to id where the forward hands it over (on
+// the daemon connection's reader, as a standalone serve writes on its
+// server's), unless the agent cancelled the call. done runs once the
+// call ended. A panic in the forward is an internal error, as it is in
+// the engine's own calls.
+func (l *leanServe) forwardCall(ctx context.Context, yield func(), id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, done func()) {
 	yield()
-	res, jerr := func() (res []byte, jerr *jsonrpc.Error) {
-		defer func() {
-			if v := recover(); v != nil {
-				// The value is not shown: it could hold a secret.
-				res, jerr = nil, errInternal
-			}
-		}()
-		raw, err := l.forward(ctx, args)
-		return forwardedResult(raw, err, complete), nil
-	}()
-	if errors.Is(context.Cause(ctx), errAgentCancelled) {
-		return // as answer does: the agent stopped waiting
+	var once atomic.Bool
+	answer := func(res []byte, jerr *jsonrpc.Error) {
+		if !once.CompareAndSwap(false, true) {
+			return
+		}
+		defer done()
+		if errors.Is(context.Cause(ctx), errAgentCancelled) {
+			return // as answer does: the agent stopped waiting
+		}
+		l.answered.Add(1)
+		_ = write(jsonwire.AppendResponse(make([]byte, 0, len(res)+48), id, res, jerr))
 	}
-	l.answered.Add(1)
-	_ = write(jsonwire.AppendResponse(make([]byte, 0, len(res)+48), id, res, jerr))
+	defer func() {
+		if v := recover(); v != nil {
+			// The value is not shown: it could hold a secret.
+			answer(nil, errInternal)
+		}
+	}()
+	l.forward(ctx, args, func(raw json.RawMessage, err error) {
+		answer(forwardedResult(raw, err, complete), nil)
+	})
 }
 
 // forwardedResult is the result an attached serve answers a call with,

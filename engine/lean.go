@@ -256,9 +256,10 @@ func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, comp
 		l.inflight[key] = cancel
 		l.mu.Unlock()
 		return func(yield func()) {
-			defer done()
-			defer cancel(nil)
-			l.forwardCall(ctx, yield, id, args, complete, write)
+			l.forwardCall(ctx, yield, id, args, complete, write, func() {
+				cancel(nil)
+				done()
+			})
 		}
 	}
 	var j *gatewayJob

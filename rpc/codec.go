@@ -65,6 +65,12 @@ var envelopeFields = [...]string{"jsonrpc", "id", "method", "params"}
 // when not nil, is the answer to send; the request's id is kept in req
 // when it could be read, so that the answer carries it.
 func decodeRequest(line []byte) (req request, rerr *Error) {
+	if trimmed := trimSpace(line); len(trimmed) > 0 && json.Valid(trimmed) {
+		// The line is one JSON value and nothing else, the common case:
+		// the stream decoder, which finds where a value ends, is for the
+		// others.
+		return decodeEnvelope(trimmed)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	var raw json.RawMessage

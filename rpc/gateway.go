@@ -17,8 +17,10 @@ const GatewayMethod = "gateway"
 // the engine decodes them strictly, as it does the mcp tool's, and
 // answers bad input with a tool error result, as the mcp tool does.
 func gatewayMethod() *method {
-	return &method{name: GatewayMethod, run: func(c *connection, ctx context.Context, params json.RawMessage) (any, *Error) {
-		return encoded(c.s.eng.GatewayCall(ctx, params)), nil
+	return &method{name: GatewayMethod, runThen: func(c *connection, ctx context.Context, params json.RawMessage, answer func(any, *Error)) {
+		// Answered where the engine hands the result over (the server's
+		// connection's reader): no goroutine waits for the server.
+		c.s.eng.GatewayCallThen(ctx, params, func(res json.RawMessage) { answer(encoded(res), nil) })
 	}}
 }
 

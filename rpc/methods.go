@@ -14,6 +14,10 @@ import (
 type method struct {
 	name string
 	run  func(c *connection, ctx context.Context, params json.RawMessage) (any, *Error)
+	// runThen, when set instead of run, hands its answer to answer,
+	// once, on any goroutine, rather than returning it: the request
+	// stays in flight until then.
+	runThen func(c *connection, ctx context.Context, params json.RawMessage, answer func(any, *Error))
 }
 
 // def makes a method whose params decode into P. For a remote client

@@ -265,17 +265,38 @@ func (c *connection) dispatch(line []byte) bool {
 	c.handlers.Add(1)
 	c.mu.Unlock()
 	go func() {
-		defer c.handlers.Done()
-		defer func() { <-c.sem }()
-		res, err := c.call(m, req.Params)
-		if req.hasID {
-			c.answer(req.ID, res, err)
+		var once sync.Once
+		finish := func(res any, err *Error) {
+			once.Do(func() {
+				defer c.handlers.Done()
+				defer func() { <-c.sem }()
+				if req.hasID {
+					c.answer(req.ID, res, err)
+				}
+				if sub, ok := res.(subscription); ok {
+					sub.start()
+				}
+			})
 		}
-		if sub, ok := res.(subscription); ok {
-			sub.start()
+		if m.runThen != nil {
+			c.callThen(m, req.Params, finish)
+			return
 		}
+		finish(c.call(m, req.Params))
 	}()
 	return true
+}
+
+// callThen runs a method that answers later (method.runThen); a panic in
+// it is answered as call answers one.
+func (c *connection) callThen(m *method, params json.RawMessage, answer func(any, *Error)) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("rpc: a method panicked", "method", m.name)
+			answer(nil, errorf(CodeInternalError, "method %s failed inside the server (a bug)", m.name))
+		}
+	}()
+	m.runThen(c, c.ctx, params, answer)
 }
 
 // call runs one method; a panic in it is a bug, answered as an internal

@@ -108,22 +108,25 @@ func (l *daemonLink) start(ctx context.Context) error {
 	return daemon.Start(ctx, l.e.g.agentDir, exe, args, os.Environ())
 }
 
-// call forwards one call of the mcp tool to the daemon.
-func (l *daemonLink) call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+// call forwards one call of the mcp tool to the daemon and hands its
+// answer to then ([engine.Forward]).
+func (l *daemonLink) call(ctx context.Context, args json.RawMessage, then func(json.RawMessage, error)) {
 	c, err := l.connect(ctx)
 	if err != nil {
-		return nil, err
+		then(nil, err)
+		return
 	}
-	res, err := c.CallRaw(ctx, rpc.GatewayMethod, args)
-	var gone *daemon.GoneError
-	if errors.As(err, &gone) {
-		next := "the next call attaches to a daemon again, and starts one if none runs"
-		if l.mode != daemonAuto {
-			next = "the next call attaches again once one runs: start one with 'voltmcp daemon', or run serve with --daemon=auto"
+	c.CallRawThen(ctx, rpc.GatewayMethod, args, func(res json.RawMessage, err error) {
+		var gone *daemon.GoneError
+		if errors.As(err, &gone) {
+			next := "the next call attaches to a daemon again, and starts one if none runs"
+			if l.mode != daemonAuto {
+				next = "the next call attaches again once one runs: start one with 'voltmcp daemon', or run serve with --daemon=auto"
+			}
+			err = fmt.Errorf("%w; %s", err, next)
 		}
-		return nil, fmt.Errorf("%w; %s", err, next)
-	}
-	return res, err
+		then(res, err)
+	})
 }
 
 // close ends the link.

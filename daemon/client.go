@@ -143,6 +143,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 
 // handle routes one line.
 func (c *Client) handle(line []byte) {
+	if id, result, ok := plainResult(line); ok {
+		c.answerWith(id, answer{result: result})
+		return
+	}
 	var m struct {
 		ID     *int64          `json:"id"`
 		Method string          `json:"method"`
@@ -162,18 +166,59 @@ func (c *Client) handle(line []byte) {
 	if m.ID == nil {
 		return
 	}
-	c.mu.Lock()
-	deliver := c.pending[*m.ID]
-	delete(c.pending, *m.ID)
-	c.mu.Unlock()
-	if deliver == nil {
-		return
-	}
 	if m.Error != nil {
-		deliver(answer{err: m.Error})
+		c.answerWith(*m.ID, answer{err: m.Error})
 		return
 	}
-	deliver(answer{result: m.Result})
+	c.answerWith(*m.ID, answer{result: m.Result})
+}
+
+// answerWith hands a to the request id in flight, if there is one.
+func (c *Client) answerWith(id int64, a answer) {
+	c.mu.Lock()
+	deliver := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if deliver != nil {
+		deliver(a)
+	}
+}
+
+// plainResult reads line when it is a successful answer as the daemon
+// writes one, {"jsonrpc":"2.0","id":N,"result":R}, without decoding R,
+// which is left to the caller (an attached serve checks the framing of
+// a forwarded call's result and passes it on as it is). It reports
+// false for any other line, which handle decodes in full.
+func plainResult(line []byte) (id int64, result json.RawMessage, ok bool) {
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	rest, ok := bytes.CutPrefix(line, []byte(head))
+	if !ok {
+		return 0, nil, false
+	}
+	i := 0
+	for i < len(rest) && i < 18 && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	if i == 0 || (rest[0] == '0' && i > 1) {
+		return 0, nil, false
+	}
+	id, err := strconv.ParseInt(string(rest[:i]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(mid))
+	if !ok {
+		return 0, nil, false
+	}
+	rest = bytes.TrimRight(rest, " \t\r\n")
+	if len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return 0, nil, false
+	}
+	result = rest[:len(rest)-1]
+	if !json.Valid(result) {
+		return 0, nil, false
+	}
+	return id, result, true
 }
 
 // Call sends method with params (any JSON value; a json.RawMessage is

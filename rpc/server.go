@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/voltmcp/voltmcp/engine"
@@ -114,7 +115,8 @@ var ErrWriteTimeout = errors.New("rpc: the client did not read within the write 
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &connection{s: s, rw: conn, ctx: ctx, cancel: cancel,
-		out: make(chan []byte, s.opts.MaxInFlight), sem: make(chan struct{}, s.opts.MaxInFlight)}
+		out: make(chan []byte, s.opts.MaxInFlight), sem: make(chan struct{}, s.opts.MaxInFlight),
+		kick: make(chan struct{}, 1), try: tryWriter(conn)}
 	defer cancel()
 	go c.writeLoop()
 	readDone := make(chan error, 1)
@@ -155,7 +157,17 @@ type connection struct {
 	cancel context.CancelFunc
 	// out carries whole lines to the writer; sem bounds the requests
 	// in flight.
-	out      chan []byte
+	out chan []byte
+	// try, when not nil, writes what the connection takes at once
+	// without waiting (see send); wmu is held while a line is written,
+	// queued counts the lines in out or in rest that are not written
+	// yet, rest is what try left of a line, which the writer writes
+	// before any other, and kick wakes the writer for it.
+	try      func([]byte) (int, error)
+	wmu      sync.Mutex
+	queued   atomic.Int64
+	rest     []byte
+	kick     chan struct{}
 	sem      chan struct{}
 	handlers sync.WaitGroup
 	subs     sync.WaitGroup
@@ -182,38 +194,87 @@ func (c *connection) writeErr() error {
 	return c.werr
 }
 
-// writeLoop writes the lines of out, one at a time, each within the
-// write timeout; a write that does not end in time drops the connection.
+// writeLoop writes the lines of out, and what try left of a line, one
+// at a time, each within the write timeout; a write that does not end
+// in time drops the connection.
 func (c *connection) writeLoop() {
 	for {
+		var line []byte
 		select {
 		case <-c.ctx.Done():
 			return
-		case line := <-c.out:
-			timer := time.AfterFunc(c.s.opts.WriteTimeout, func() {
-				c.mu.Lock()
-				c.werr = ErrWriteTimeout
-				c.mu.Unlock()
-				c.s.log.Warn("rpc: dropping a client that does not read", "timeout", c.s.opts.WriteTimeout)
-				c.cancel()
-				c.closeConn()
-			})
-			_, err := c.rw.Write(line)
-			timer.Stop()
-			if err != nil {
-				c.cancel()
-				return
-			}
+		case line = <-c.out:
+		case <-c.kick:
+		}
+		c.wmu.Lock()
+		rest := c.rest
+		c.rest = nil
+		err := c.write(rest)
+		if err == nil {
+			err = c.write(line)
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			c.cancel()
+			return
 		}
 	}
 }
 
-// send queues one line for the writer; false when the connection ended.
+// write writes line (nil: nothing) within the write timeout, with wmu
+// held; a write that does not end in time drops the connection.
+func (c *connection) write(line []byte) error {
+	if line == nil {
+		return nil
+	}
+	defer c.queued.Add(-1)
+	timer := time.AfterFunc(c.s.opts.WriteTimeout, func() {
+		c.mu.Lock()
+		c.werr = ErrWriteTimeout
+		c.mu.Unlock()
+		c.s.log.Warn("rpc: dropping a client that does not read", "timeout", c.s.opts.WriteTimeout)
+		c.cancel()
+		c.closeConn()
+	})
+	_, err := c.rw.Write(line)
+	timer.Stop()
+	return err
+}
+
+// send writes one line, or queues it for the writer; false when the
+// connection ended. When nothing is queued and the connection takes the
+// whole line at once (try), it is written here, sparing the writer's
+// wake-up; what the connection does not take at once is the writer's
+// to write, before anything else, so that no goroutine that answers
+// waits on a client that does not read.
 func (c *connection) send(line []byte) bool {
+	if c.try != nil && c.queued.Load() == 0 && c.wmu.TryLock() {
+		if c.queued.Load() == 0 && c.ctx.Err() == nil {
+			n, err := c.try(line)
+			if err != nil {
+				c.wmu.Unlock()
+				c.cancel()
+				return false
+			}
+			if n < len(line) {
+				c.rest = line[n:]
+				c.queued.Add(1)
+				select {
+				case c.kick <- struct{}{}:
+				default:
+				}
+			}
+			c.wmu.Unlock()
+			return true
+		}
+		c.wmu.Unlock()
+	}
+	c.queued.Add(1)
 	select {
 	case c.out <- line:
 		return true
 	case <-c.ctx.Done():
+		c.queued.Add(-1)
 		return false
 	}
 }

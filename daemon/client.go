@@ -264,7 +264,11 @@ func (c *Client) CallRawThen(ctx context.Context, method string, params any, the
 	c.next++
 	id := c.next
 	stop := context.AfterFunc(ctx, func() {
-		c.forget(id)
+		if c.forget(id) {
+			// The daemon ends the request (its server's call, for a
+			// forwarded call of the mcp tool) and its answer is dropped.
+			_ = c.write(append(strconv.AppendInt([]byte(`{"jsonrpc":"2.0","method":"`+rpc.CancelledMethod+`","params":{"requestId":`), id, 10), "}}\n"...))
+		}
 		deliver(answer{err: ctx.Err()})
 	})
 	c.pending[id] = func(a answer) {
@@ -279,12 +283,7 @@ func (c *Client) CallRawThen(ctx context.Context, method string, params any, the
 		deliver(answer{err: err})
 		return
 	}
-	c.wmu.Lock()
-	_, err = c.conn.Write(b)
-	c.wmu.Unlock()
-	if err != nil {
-		c.conn.Close() // the reader ends, and answers the call with why
-	}
+	_ = c.write(b) // a failed write's call is answered by the reader
 }
 
 // appendRequest appends the request line (newline included) of id,
@@ -335,12 +334,24 @@ func rawLen(params any) int {
 	return 0
 }
 
-func (c *Client) forget(id int64) {
+// forget drops the request id in flight, and reports whether it was.
+func (c *Client) forget(id int64) bool {
 	c.mu.Lock()
-	if c.pending != nil {
-		delete(c.pending, id)
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// write writes one line, whole; a failed write ends the connection.
+func (c *Client) write(b []byte) error {
+	c.wmu.Lock()
+	_, err := c.conn.Write(b)
+	c.wmu.Unlock()
+	if err != nil {
+		c.conn.Close() // the reader ends, and answers the calls in flight with why
 	}
-	c.mu.Unlock()
+	return err
 }
 
 // Attach dials the daemon of agentDir and attaches the connection to

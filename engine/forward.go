@@ -58,7 +58,13 @@ func (e *Engine) GatewayCallThen(ctx context.Context, raw json.RawMessage, then 
 // that says why there is none (the daemon went away, ctx ended). ctx is
 // cancelled when the agent cancels the call. then must be called once,
 // on any goroutine; it writes the answer to the agent.
-type Forward func(ctx context.Context, args json.RawMessage, then func(res json.RawMessage, err error))
+//
+// A Forward runs on the reader of the agent's connection, which reads
+// nothing more until it returns or calls yield: it must call yield
+// before anything that may wait long (attaching to a daemon, starting
+// one). Writing the request to a daemon that reads need not: it is what
+// the engine's own calls do on a server's connection.
+type Forward func(ctx context.Context, yield func(), args json.RawMessage, then func(res json.RawMessage, err error))
 
 // ServeForward serves, over in and out (an agent's stdio), an MCP server
 // with the one mcp tool of `voltmcp serve` (same name, title,
@@ -96,7 +102,7 @@ func ServeForward(ctx context.Context, in io.ReadCloser, out io.WriteCloser, cal
 			err error
 		}
 		got := make(chan answer, 1)
-		call(ctx, req.Params.Arguments, func(res json.RawMessage, err error) { got <- answer{res, err} })
+		call(ctx, func() {}, req.Params.Arguments, func(res json.RawMessage, err error) { got <- answer{res, err} })
 		a := <-got
 		res, err := a.res, a.err
 		if err != nil {
@@ -114,15 +120,14 @@ func ServeForward(ctx context.Context, in io.ReadCloser, out io.WriteCloser, cal
 	return err
 }
 
-// forwardCall runs one call of an attached serve: it lets the reader go
-// (the daemon may take long) and forwards the call; the daemon's answer
+// forwardCall runs one call of an attached serve: it forwards the call,
+// on the reader (the Forward yields it when it must wait); the daemon's answer
 // is written as the response to id where the forward hands it over (on
 // the daemon connection's reader, as a standalone serve writes on its
 // server's), unless the agent cancelled the call. done runs once the
 // call ended. A panic in the forward is an internal error, as it is in
 // the engine's own calls.
 func (l *leanServe) forwardCall(ctx context.Context, yield func(), id jsonrpc.ID, args json.RawMessage, complete bool, write func([]byte) error, done func()) {
-	yield()
 	var once atomic.Bool
 	answer := func(res []byte, jerr *jsonrpc.Error) {
 		if !once.CompareAndSwap(false, true) {
@@ -141,7 +146,7 @@ func (l *leanServe) forwardCall(ctx context.Context, yield func(), id jsonrpc.ID
 			answer(nil, errInternal)
 		}
 	}()
-	l.forward(ctx, args, func(raw json.RawMessage, err error) {
+	l.forward(ctx, yield, args, func(raw json.RawMessage, err error) {
 		answer(forwardedResult(raw, err, complete), nil)
 	})
 }

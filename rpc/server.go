@@ -177,6 +177,8 @@ type connection struct {
 	ending    bool // Serve is returning: no handler starts
 	werr      error
 	stopEvent func() // the event subscription's, or nil
+	// inflight cancels each request in flight, by its id's JSON.
+	inflight map[string]*inflight
 }
 
 func (c *connection) closeConn() {
@@ -305,6 +307,10 @@ func (c *connection) dispatch(line []byte) bool {
 		c.answer(req.ID, nil, rerr)
 		return true
 	}
+	if req.Method == CancelledMethod && !req.hasID {
+		c.cancelRequest(req.Params)
+		return true
+	}
 	m, ok := methodsByName[req.Method]
 	if !ok {
 		if req.hasID {
@@ -324,6 +330,19 @@ func (c *connection) dispatch(line []byte) bool {
 		return false
 	}
 	c.handlers.Add(1)
+	ctx, key := c.ctx, ""
+	var own *inflight
+	if req.hasID && string(req.ID) != "null" {
+		// The request may be cancelled by its id (CancelledMethod); a
+		// second request with the id of one in flight takes its place.
+		own = &inflight{}
+		ctx, own.cancel = context.WithCancel(c.ctx)
+		key = string(req.ID)
+		if c.inflight == nil {
+			c.inflight = map[string]*inflight{}
+		}
+		c.inflight[key] = own
+	}
 	c.mu.Unlock()
 	go func() {
 		var once sync.Once
@@ -331,6 +350,14 @@ func (c *connection) dispatch(line []byte) bool {
 			once.Do(func() {
 				defer c.handlers.Done()
 				defer func() { <-c.sem }()
+				if own != nil {
+					own.cancel() // releases the context
+					c.mu.Lock()
+					if c.inflight[key] == own {
+						delete(c.inflight, key)
+					}
+					c.mu.Unlock()
+				}
 				if req.hasID {
 					c.answer(req.ID, res, err)
 				}
@@ -340,36 +367,63 @@ func (c *connection) dispatch(line []byte) bool {
 			})
 		}
 		if m.runThen != nil {
-			c.callThen(m, req.Params, finish)
+			c.callThen(ctx, m, req.Params, finish)
 			return
 		}
-		finish(c.call(m, req.Params))
+		finish(c.call(ctx, m, req.Params))
 	}()
 	return true
 }
 
+// CancelledMethod is the notification that cancels a request in
+// flight, as MCP's of the same name does: its params are
+// {"requestId": ID}, the id as the request spelt it. The request's
+// method sees its context end (an mcp tool call forwarded by an
+// attached serve ends its server's call) and is still answered; a
+// notification that names no request in flight is ignored.
+const CancelledMethod = "notifications/cancelled"
+
+// cancelRequest cancels the request in flight that params name.
+func (c *connection) cancelRequest(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+		return
+	}
+	c.mu.Lock()
+	r := c.inflight[string(p.RequestID)]
+	c.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+}
+
+// inflight is a request in flight that may be cancelled.
+type inflight struct{ cancel context.CancelFunc }
+
 // callThen runs a method that answers later (method.runThen); a panic in
 // it is answered as call answers one.
-func (c *connection) callThen(m *method, params json.RawMessage, answer func(any, *Error)) {
+func (c *connection) callThen(ctx context.Context, m *method, params json.RawMessage, answer func(any, *Error)) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("rpc: a method panicked", "method", m.name)
 			answer(nil, errorf(CodeInternalError, "method %s failed inside the server (a bug)", m.name))
 		}
 	}()
-	m.runThen(c, c.ctx, params, answer)
+	m.runThen(c, ctx, params, answer)
 }
 
 // call runs one method; a panic in it is a bug, answered as an internal
 // error without its value (which may quote a secret).
-func (c *connection) call(m *method, params json.RawMessage) (res any, rerr *Error) {
+func (c *connection) call(ctx context.Context, m *method, params json.RawMessage) (res any, rerr *Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("rpc: a method panicked", "method", m.name)
 			res, rerr = nil, errorf(CodeInternalError, "method %s failed inside the server (a bug)", m.name)
 		}
 	}()
-	return m.run(c, c.ctx, params)
+	return m.run(c, ctx, params)
 }
 
 // response is a JSON-RPC response.

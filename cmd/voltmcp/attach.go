@@ -93,6 +93,24 @@ func (l *daemonLink) connect(ctx context.Context) (*daemon.Client, error) {
 	return c, nil
 }
 
+// live returns the link's client when it has one whose connection is
+// up, without waiting for an attach in progress; nil otherwise.
+func (l *daemonLink) live() *daemon.Client {
+	if !l.mu.TryLock() {
+		return nil
+	}
+	defer l.mu.Unlock()
+	if l.client == nil {
+		return nil
+	}
+	select {
+	case <-l.client.Done():
+		return nil
+	default:
+		return l.client
+	}
+}
+
 // start starts a daemon in the background with this serve's home, agent
 // directory and policies.
 func (l *daemonLink) start(ctx context.Context) error {
@@ -109,12 +127,17 @@ func (l *daemonLink) start(ctx context.Context) error {
 }
 
 // call forwards one call of the mcp tool to the daemon and hands its
-// answer to then ([engine.Forward]).
-func (l *daemonLink) call(ctx context.Context, args json.RawMessage, then func(json.RawMessage, error)) {
-	c, err := l.connect(ctx)
-	if err != nil {
-		then(nil, err)
-		return
+// answer to then ([engine.Forward]). It yields before it attaches, which
+// may wait for a daemon to start.
+func (l *daemonLink) call(ctx context.Context, yield func(), args json.RawMessage, then func(json.RawMessage, error)) {
+	c := l.live()
+	if c == nil {
+		yield()
+		var err error
+		if c, err = l.connect(ctx); err != nil {
+			then(nil, err)
+			return
+		}
 	}
 	c.CallRawThen(ctx, rpc.GatewayMethod, args, func(res json.RawMessage, err error) {
 		var gone *daemon.GoneError

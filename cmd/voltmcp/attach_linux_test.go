@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,11 +13,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voltmcp/voltmcp/daemon"
 	"github.com/voltmcp/voltmcp/internal/mcptest"
+	"github.com/voltmcp/voltmcp/internal/testwait"
 )
 
 // wireServe is a `voltmcp serve` process spoken to in raw JSON-RPC
@@ -162,5 +166,67 @@ func TestAttachedServeAnswersAsStandalone(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttachedServeForwardsCancel: an agent cancels a call in flight
+// through an attached serve (the SDK's client sends
+// notifications/cancelled when the call's context ends); the serve
+// tells the daemon, whose engine ends the server's call, which a real
+// slow upstream would otherwise run for ten minutes: the daemon reports
+// the call's end, and the session goes on serving.
+func TestAttachedServeForwardsCancel(t *testing.T) {
+	home := daemonHome(t, "up")
+	startDaemonProcess(t, home)
+	project := t.TempDir()
+	ctx := testwait.Context(t)
+	cs := attachSession(ctx, t, home, project, "on")
+	started, ended := make(chan struct{}), make(chan string, 1)
+	var startOnce, endOnce sync.Once
+	watch, _, err := daemon.Attach(ctx, filepath.Join(home, ".volt", "agent"), mustCanonical(t, project), func(method string, params json.RawMessage) {
+		p := string(params)
+		if method != "mcp_event" || !strings.Contains(p, `"slow"`) {
+			return
+		}
+		if strings.Contains(p, `"mcp_call_start"`) {
+			startOnce.Do(func() { close(started) })
+		}
+		if strings.Contains(p, `"mcp_call_end"`) {
+			endOnce.Do(func() { ended <- p })
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	if err := watch.Call(ctx, "subscribe_mcp_events", map[string]any{"sinceSeq": 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	returned := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "mcp", Arguments: map[string]any{"action": "call", "server": "up", "tool": "slow", "arguments": map[string]any{"ms": 600000}}})
+		returned <- err
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the slow call did not start")
+	}
+	cancel()
+	select {
+	case p := <-ended:
+		if strings.Contains(p, `"completed"`) {
+			t.Errorf("the cancelled call completed: %s", p)
+		}
+	case <-ctx.Done():
+		t.Fatal("the daemon did not end the cancelled call")
+	}
+	if err := <-returned; err == nil {
+		t.Error("the cancelled call returned no error to the agent")
+	}
+	if text, isErr := callTool(ctx, t, cs, echoArgs("up", "after")); isErr || !strings.Contains(text, "after") {
+		t.Fatalf("next call: %v %s", isErr, text)
 	}
 }

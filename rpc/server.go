@@ -116,7 +116,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &connection{s: s, rw: conn, ctx: ctx, cancel: cancel,
 		out: make(chan []byte, s.opts.MaxInFlight), sem: make(chan struct{}, s.opts.MaxInFlight),
-		kick: make(chan struct{}, 1), try: tryWriter(conn)}
+		kick: make(chan struct{}, 1), try: tryWriter(conn), idle: make(chan func())}
 	defer cancel()
 	go c.writeLoop()
 	readDone := make(chan error, 1)
@@ -163,11 +163,13 @@ type connection struct {
 	// queued counts the lines in out or in rest that are not written
 	// yet, rest is what try left of a line, which the writer writes
 	// before any other, and kick wakes the writer for it.
-	try      func([]byte) (int, error)
-	wmu      sync.Mutex
-	queued   atomic.Int64
-	rest     []byte
-	kick     chan struct{}
+	try    func([]byte) (int, error)
+	wmu    sync.Mutex
+	queued atomic.Int64
+	rest   []byte
+	kick   chan struct{}
+	// idle hands a request to a goroutine that waits for one (run).
+	idle     chan func()
 	sem      chan struct{}
 	handlers sync.WaitGroup
 	subs     sync.WaitGroup
@@ -344,7 +346,7 @@ func (c *connection) dispatch(line []byte) bool {
 		c.inflight[key] = own
 	}
 	c.mu.Unlock()
-	go func() {
+	c.run(func() {
 		var once sync.Once
 		finish := func(res any, err *Error) {
 			once.Do(func() {
@@ -371,8 +373,43 @@ func (c *connection) dispatch(line []byte) bool {
 			return
 		}
 		finish(c.call(ctx, m, req.Params))
-	}()
+	})
 	return true
+}
+
+// workerIdle is how long a goroutine that ran a request waits for the
+// next before it ends.
+const workerIdle = 10 * time.Second
+
+// run runs f on a goroutine of the connection's that is idle, or on a
+// new one: a request runs on a stack already grown to what the engine's
+// work needs, as the engine's connections run theirs (see
+// engine/internal/line).
+func (c *connection) run(f func()) {
+	select {
+	case c.idle <- f:
+	default:
+		go c.worker(f)
+	}
+}
+
+// worker runs f, then each request handed to it while it is idle, until
+// it has been idle for workerIdle or the connection ends.
+func (c *connection) worker(f func()) {
+	f()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case f := <-c.idle:
+			f()
+			idle.Reset(workerIdle)
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
 }
 
 // CancelledMethod is the notification that cancels a request in

@@ -50,7 +50,7 @@ func TestSendWritesWholeLinesInOrder(t *testing.T) {
 	s := NewServer(nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := &connection{s: s, rw: server, ctx: ctx, cancel: cancel, out: make(chan []byte, 2), sem: make(chan struct{}, 2),
+	c := &connection{s: s, rw: server, ctx: ctx, cancel: cancel, out: make(chan []byte, 2), sem: make(chan struct{}, 2), idle: make(chan func()),
 		kick: make(chan struct{}, 1), try: tryWriter(server)}
 	go c.writeLoop()
 

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/voltmcp/voltmcp/rpc"
@@ -55,7 +57,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	next    int64
-	pending map[int64]chan answer
+	pending map[int64]func(answer)
 	err     error // why the connection ended, once it did
 	done    chan struct{}
 }
@@ -70,7 +72,7 @@ type answer struct {
 // notification the daemon sends, on the client's reader (it must not
 // block for long).
 func NewClient(conn net.Conn, notify func(method string, params json.RawMessage)) *Client {
-	c := &Client{conn: conn, notify: notify, pending: map[int64]chan answer{}, done: make(chan struct{})}
+	c := &Client{conn: conn, notify: notify, pending: map[int64]func(answer){}, done: make(chan struct{})}
 	go c.read()
 	return c
 }
@@ -116,8 +118,8 @@ func (c *Client) read() {
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- answer{err: gone}
+	for _, deliver := range pending {
+		deliver(answer{err: gone})
 	}
 	c.conn.Close()
 	close(c.done)
@@ -141,6 +143,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 
 // handle routes one line.
 func (c *Client) handle(line []byte) {
+	if id, result, ok := plainResult(line); ok {
+		c.answerWith(id, answer{result: result})
+		return
+	}
 	var m struct {
 		ID     *int64          `json:"id"`
 		Method string          `json:"method"`
@@ -160,18 +166,59 @@ func (c *Client) handle(line []byte) {
 	if m.ID == nil {
 		return
 	}
-	c.mu.Lock()
-	ch := c.pending[*m.ID]
-	delete(c.pending, *m.ID)
-	c.mu.Unlock()
-	if ch == nil {
-		return
-	}
 	if m.Error != nil {
-		ch <- answer{err: m.Error}
+		c.answerWith(*m.ID, answer{err: m.Error})
 		return
 	}
-	ch <- answer{result: m.Result}
+	c.answerWith(*m.ID, answer{result: m.Result})
+}
+
+// answerWith hands a to the request id in flight, if there is one.
+func (c *Client) answerWith(id int64, a answer) {
+	c.mu.Lock()
+	deliver := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if deliver != nil {
+		deliver(a)
+	}
+}
+
+// plainResult reads line when it is a successful answer as the daemon
+// writes one, {"jsonrpc":"2.0","id":N,"result":R}, without decoding R,
+// which is left to the caller (an attached serve checks the framing of
+// a forwarded call's result and passes it on as it is). It reports
+// false for any other line, which handle decodes in full.
+func plainResult(line []byte) (id int64, result json.RawMessage, ok bool) {
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	rest, ok := bytes.CutPrefix(line, []byte(head))
+	if !ok {
+		return 0, nil, false
+	}
+	i := 0
+	for i < len(rest) && i < 18 && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	if i == 0 || (rest[0] == '0' && i > 1) {
+		return 0, nil, false
+	}
+	id, err := strconv.ParseInt(string(rest[:i]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(mid))
+	if !ok {
+		return 0, nil, false
+	}
+	rest = bytes.TrimRight(rest, " \t\r\n")
+	if len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return 0, nil, false
+	}
+	result = rest[:len(rest)-1]
+	if !json.Valid(result) {
+		return 0, nil, false
+	}
+	return id, result, true
 }
 
 // Call sends method with params (any JSON value; a json.RawMessage is
@@ -189,51 +236,122 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 // CallRaw is Call returning the result's JSON as it came.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
+	c.CallRawThen(ctx, method, params, func(res json.RawMessage, err error) { ch <- answer{res, err} })
+	a := <-ch
+	return a.result, a.err
+}
+
+// CallRawThen is CallRaw handing the answer to then instead of waiting
+// for it. then runs once: on the client's reader when the daemon
+// answers or the connection ends (it must not block for long: no other
+// answer is read meanwhile), on a goroutine of its own when ctx ends
+// first (with ctx's error), or before CallRawThen returns when the
+// request cannot be sent.
+func (c *Client) CallRawThen(ctx context.Context, method string, params any, then func(json.RawMessage, error)) {
+	var once atomic.Bool
+	deliver := func(a answer) {
+		if once.CompareAndSwap(false, true) {
+			then(a.result, a.err)
+		}
+	}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, err
+		deliver(answer{err: err})
+		return
 	}
 	c.next++
 	id := c.next
-	c.pending[id] = ch
+	stop := context.AfterFunc(ctx, func() {
+		if c.forget(id) {
+			// The daemon ends the request (its server's call, for a
+			// forwarded call of the mcp tool) and its answer is dropped.
+			_ = c.write(append(strconv.AppendInt([]byte(`{"jsonrpc":"2.0","method":"`+rpc.CancelledMethod+`","params":{"requestId":`), id, 10), "}}\n"...))
+		}
+		deliver(answer{err: ctx.Err()})
+	})
+	c.pending[id] = func(a answer) {
+		stop()
+		deliver(a)
+	}
 	c.mu.Unlock()
-	req := struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      int64  `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params,omitempty"`
-	}{"2.0", id, method, params}
-	b, err := json.Marshal(req)
+	b, err := appendRequest(make([]byte, 0, 64+len(method)+rawLen(params)), id, method, params)
 	if err != nil {
 		c.forget(id)
-		return nil, err
+		stop()
+		deliver(answer{err: err})
+		return
 	}
-	c.wmu.Lock()
-	_, err = c.conn.Write(append(b, '\n'))
-	c.wmu.Unlock()
-	if err != nil {
-		c.forget(id)
-		c.conn.Close() // the reader ends and says why
-		<-c.done
-		return nil, c.Err()
-	}
-	select {
-	case a := <-ch:
-		return a.result, a.err
-	case <-ctx.Done():
-		c.forget(id)
-		return nil, ctx.Err()
-	}
+	_ = c.write(b) // a failed write's call is answered by the reader
 }
 
-func (c *Client) forget(id int64) {
-	c.mu.Lock()
-	if c.pending != nil {
-		delete(c.pending, id)
+// appendRequest appends the request line (newline included) of id,
+// method and params to b. Params that are a json.RawMessage are written
+// as they are when they are compact JSON (the mcp tool's arguments as an
+// agent sent them, forwarded); nil, or an empty json.RawMessage, leaves
+// params out.
+func appendRequest(b []byte, id int64, method string, params any) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	m, err := json.Marshal(method)
+	if err != nil {
+		return nil, err
 	}
-	c.mu.Unlock()
+	b = append(append(b, `,"method":`...), m...)
+	var p []byte
+	switch v := params.(type) {
+	case nil:
+	case json.RawMessage:
+		p = v
+		if len(p) > 0 && !compactLine(p) {
+			if p, err = json.Marshal(v); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		if p, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	if len(p) > 0 {
+		b = append(append(b, `,"params":`...), p...)
+	}
+	return append(b, "}\n"...), nil
+}
+
+// compactLine reports whether raw is valid JSON that fits on one line
+// as it is.
+func compactLine(raw []byte) bool {
+	return bytes.IndexByte(raw, '\n') < 0 && json.Valid(raw)
+}
+
+// rawLen is the length of params when they are JSON already.
+func rawLen(params any) int {
+	if raw, ok := params.(json.RawMessage); ok {
+		return len(raw)
+	}
+	return 0
+}
+
+// forget drops the request id in flight, and reports whether it was.
+func (c *Client) forget(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// write writes one line, whole; a failed write ends the connection.
+func (c *Client) write(b []byte) error {
+	c.wmu.Lock()
+	_, err := c.conn.Write(b)
+	c.wmu.Unlock()
+	if err != nil {
+		c.conn.Close() // the reader ends, and answers the calls in flight with why
+	}
+	return err
 }
 
 // Attach dials the daemon of agentDir and attaches the connection to

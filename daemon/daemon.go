@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -673,6 +674,15 @@ func (b *bufConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return b.r.Read(p)
+}
+
+// SyscallConn is the connection's, so that the RPC server may write to
+// it without waiting (see package rpc).
+func (b *bufConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := b.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 var _ io.ReadWriteCloser = (*bufConn)(nil)

@@ -29,6 +29,10 @@ import (
 type leanServe struct {
 	e   *Engine
 	ctx context.Context // the serve's; cancelled when it ends
+	// forward, when not nil, runs each call instead of e, which is then
+	// nil: it is an attached serve's (see [ServeForward] and
+	// forwardCall).
+	forward Forward
 
 	// initialized is set once the SDK answered the agent's initialize
 	// without error; initID and initVersion are that request's id and
@@ -50,6 +54,12 @@ type leanServe struct {
 
 func newLeanServe(ctx context.Context, e *Engine) *leanServe {
 	return &leanServe{e: e, ctx: ctx, inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
+}
+
+// newForwardServe is the leanServe of an attached serve: each call of
+// the mcp tool it answers is run by forward.
+func newForwardServe(ctx context.Context, forward Forward) *leanServe {
+	return &leanServe{forward: forward, ctx: ctx, inflight: map[any]context.CancelCauseFunc{}, versions: mcp.SupportedProtocolVersions()}
 }
 
 // Drain implements line.Tap: it waits for the lean calls in flight to
@@ -232,10 +242,7 @@ func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, comp
 	if scope != nil {
 		parent = scope(parent)
 	}
-	var j *gatewayJob
-	j = l.e.newGatewayJob(parent, func(yield func(), r GatewayResult, fault bool) {
-		l.answer(j, id, r, fault, complete, write)
-	}, func() {
+	done := func() {
 		l.mu.Lock()
 		delete(l.inflight, key)
 		l.mu.Unlock()
@@ -243,7 +250,22 @@ func (l *leanServe) startThen(key any, id jsonrpc.ID, args json.RawMessage, comp
 		if ended != nil {
 			ended()
 		}
-	})
+	}
+	if l.forward != nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		l.inflight[key] = cancel
+		l.mu.Unlock()
+		return func(yield func()) {
+			l.forwardCall(ctx, yield, id, args, complete, write, func() {
+				cancel(nil)
+				done()
+			})
+		}
+	}
+	var j *gatewayJob
+	j = l.e.newGatewayJob(parent, func(yield func(), r GatewayResult, fault bool) {
+		l.answer(j, id, r, fault, complete, write)
+	}, done)
 	l.inflight[key] = j.cancel
 	l.mu.Unlock()
 	return func(yield func()) {

@@ -65,6 +65,12 @@ var envelopeFields = [...]string{"jsonrpc", "id", "method", "params"}
 // when not nil, is the answer to send; the request's id is kept in req
 // when it could be read, so that the answer carries it.
 func decodeRequest(line []byte) (req request, rerr *Error) {
+	if trimmed := trimSpace(line); len(trimmed) > 0 && json.Valid(trimmed) {
+		// The line is one JSON value and nothing else, the common case:
+		// the stream decoder, which finds where a value ends, is for the
+		// others.
+		return decodeEnvelope(trimmed)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	var raw json.RawMessage
@@ -88,14 +94,32 @@ func notSpace(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '
 // decodeEnvelope checks the request object: exactly the members of
 // JSON-RPC 2.0, each once and spelled as the protocol spells them.
 func decodeEnvelope(raw json.RawMessage) (req request, rerr *Error) {
+	return decodeEnvelopeScan(raw, true)
+}
+
+// decodeEnvelopeScan is decodeEnvelope; scan false reads the members
+// with encoding/json alone, as decodeEnvelope does when objectMembers
+// declines (a test compares the two).
+func decodeEnvelopeScan(raw json.RawMessage, scan bool) (req request, rerr *Error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		if len(raw) > 0 && raw[0] == '[' {
 			return req, errorf(CodeInvalidRequest, "batch requests are not supported: send one request object per line")
 		}
 		return req, errorf(CodeInvalidRequest, "a request is a JSON object")
 	}
+	var keys []string
+	var vals [][]byte
+	scanned := false
+	if scan {
+		keys, vals, scanned = objectMembers(raw)
+	}
 	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil {
+	if scanned {
+		members = make(map[string]json.RawMessage, len(keys))
+		for i, k := range keys {
+			members[k] = vals[i] // the last of a duplicate, as encoding/json
+		}
+	} else if err := json.Unmarshal(raw, &members); err != nil {
 		return req, errorf(CodeParseError, "invalid JSON: %v", err)
 	}
 	// The id first, so that every later error carries it.
@@ -107,7 +131,7 @@ func decodeEnvelope(raw json.RawMessage) (req request, rerr *Error) {
 			return req, errorf(CodeInvalidRequest, "id must be a string, a number or null")
 		}
 	}
-	if err := checkKeys(raw, "", func(key string) (string, bool) {
+	lookup := func(key string) (string, bool) {
 		for _, f := range envelopeFields {
 			if f == key {
 				return f, true
@@ -119,7 +143,19 @@ func decodeEnvelope(raw json.RawMessage) (req request, rerr *Error) {
 			}
 		}
 		return "", false
-	}); err != nil {
+	}
+	var err *Error
+	if scanned {
+		seen := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			if err = checkKey(seen, "", k, lookup); err != nil {
+				break
+			}
+		}
+	} else {
+		err = checkKeys(raw, "", lookup)
+	}
+	if err != nil {
 		err.Code = CodeInvalidRequest
 		return req, err
 	}
@@ -150,18 +186,8 @@ func checkKeys(raw json.RawMessage, path string, lookup func(string) (string, bo
 		if err != nil {
 			return errorf(CodeParseError, "invalid JSON: %v", err)
 		}
-		key := t.(string)
-		name := join(path, key)
-		if seen[key] {
-			return errorf(CodeInvalidParams, "duplicate key %q", name)
-		}
-		seen[key] = true
-		want, exact := lookup(key)
-		switch {
-		case want != "" && !exact:
-			return errorf(CodeInvalidParams, "key %q is in the wrong case: the field is %q", name, join(path, want))
-		case want == "":
-			return errorf(CodeInvalidParams, "unknown field %q", name)
+		if err := checkKey(seen, path, t.(string), lookup); err != nil {
+			return err
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
@@ -169,6 +195,135 @@ func checkKeys(raw json.RawMessage, path string, lookup func(string) (string, bo
 		}
 	}
 	return nil
+}
+
+// checkKey checks one key of an object at path, given the keys seen
+// before it.
+func checkKey(seen map[string]bool, path, key string, lookup func(string) (string, bool)) *Error {
+	name := join(path, key)
+	if seen[key] {
+		return errorf(CodeInvalidParams, "duplicate key %q", name)
+	}
+	seen[key] = true
+	want, exact := lookup(key)
+	switch {
+	case want != "" && !exact:
+		return errorf(CodeInvalidParams, "key %q is in the wrong case: the field is %q", name, join(path, want))
+	case want == "":
+		return errorf(CodeInvalidParams, "unknown field %q", name)
+	}
+	return nil
+}
+
+// objectMembers lists the members of raw, a JSON object that is valid
+// JSON, in order, each value as its bytes in raw, without decoding them:
+// the envelope of a request read in one pass. It reports false, and
+// decodeEnvelope decodes with encoding/json, when a key holds an escape
+// (which encoding/json would unquote) or raw is not an object.
+func objectMembers(raw []byte) (keys []string, vals [][]byte, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, nil, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil, nil, true
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return nil, nil, false
+		}
+		end := i + 1
+		for end < len(raw) && raw[end] != '"' {
+			if raw[end] == '\\' || raw[end] < 0x20 || raw[end] >= 0x80 {
+				return nil, nil, false // an escape, or a byte encoding/json may replace
+			}
+			end++
+		}
+		if end >= len(raw) {
+			return nil, nil, false
+		}
+		key := string(raw[i+1 : end])
+		i = skipSpace(raw, end+1)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, nil, false
+		}
+		start := skipSpace(raw, i+1)
+		stop, ok := valueEnd(raw, start)
+		if !ok {
+			return nil, nil, false
+		}
+		keys, vals = append(keys, key), append(vals, raw[start:stop])
+		i = skipSpace(raw, stop)
+		if i >= len(raw) {
+			return nil, nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return keys, vals, true
+		default:
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && !notSpace(rune(b[i])) {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns where the JSON value that starts at i in b (valid
+// JSON) ends.
+func valueEnd(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			j++
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(b) {
+				return 0, false
+			}
+			if depth == 0 {
+				return j + 1, true
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, true // the end of the enclosing object
+			}
+			depth--
+			if depth == 0 {
+				return j + 1, true
+			}
+		case ',':
+			if depth == 0 {
+				return j, true
+			}
+		case ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return j, true
+			}
+		}
+	}
+	if depth == 0 {
+		return len(b), true
+	}
+	return 0, false
 }
 
 func join(path, key string) string {

@@ -19,6 +19,10 @@ type method struct {
 	// params makes a fresh value of the params the method decodes; nil
 	// for a method that takes its params as they came.
 	params func() any
+	// runThen, when set instead of run, hands its answer to answer,
+	// once, on any goroutine, rather than returning it: the request
+	// stays in flight until then.
+	runThen func(c *connection, ctx context.Context, params json.RawMessage, answer func(any, *Error))
 }
 
 // def makes a method whose params decode into P. For a remote client

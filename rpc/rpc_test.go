@@ -524,3 +524,37 @@ func TestReadLineDiscardsWithoutHolding(t *testing.T) {
 		t.Errorf("the line after: %q", line)
 	}
 }
+
+// FuzzEnvelopeScan checks that the envelope of a request read in one
+// pass (objectMembers) decodes as encoding/json reads it: the same
+// request, or the same error.
+func FuzzEnvelopeScan(f *testing.F) {
+	for _, line := range exampleRequests() {
+		f.Add([]byte(line))
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"gateway","params":{"action":"call","arguments":{"t":"a\"}b,"}}}`,
+		`{ "jsonrpc" : "2.0" , "id" : "x" , "method" : "m" , "params" : [ 1 , { } ] }`,
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}`,
+		`{"jsonrpc":"2.0","ID":1,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","extra":true}`,
+		`{"jsonrpc":"2.0","i\u0064":1,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":true,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":-1.5e3,"method":"m","params":null}`,
+		`{}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":"\\"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !json.Valid(line) {
+			return
+		}
+		raw := trimSpace(line)
+		fast, ferr := decodeEnvelopeScan(raw, true)
+		slow, serr := decodeEnvelopeScan(raw, false)
+		if !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(ferr, serr) {
+			t.Fatalf("%q: scanned %+v %+v; encoding/json %+v %+v", line, fast, ferr, slow, serr)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/voltmcp/voltmcp/cue"
@@ -123,7 +124,8 @@ var ErrWriteTimeout = errors.New("rpc: the client did not read within the write 
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &connection{s: s, rw: conn, ctx: ctx, cancel: cancel,
-		out: make(chan []byte, s.opts.MaxInFlight), sem: make(chan struct{}, s.opts.MaxInFlight)}
+		out: make(chan []byte, s.opts.MaxInFlight), sem: make(chan struct{}, s.opts.MaxInFlight),
+		kick: make(chan struct{}, 1), try: tryWriter(conn), idle: make(chan func())}
 	defer cancel()
 	go c.writeLoop()
 	readDone := make(chan error, 1)
@@ -164,7 +166,19 @@ type connection struct {
 	cancel context.CancelFunc
 	// out carries whole lines to the writer; sem bounds the requests
 	// in flight.
-	out      chan []byte
+	out chan []byte
+	// try, when not nil, writes what the connection takes at once
+	// without waiting (see send); wmu is held while a line is written,
+	// queued counts the lines in out or in rest that are not written
+	// yet, rest is what try left of a line, which the writer writes
+	// before any other, and kick wakes the writer for it.
+	try    func([]byte) (int, error)
+	wmu    sync.Mutex
+	queued atomic.Int64
+	rest   []byte
+	kick   chan struct{}
+	// idle hands a request to a goroutine that waits for one (run).
+	idle     chan func()
 	sem      chan struct{}
 	handlers sync.WaitGroup
 	subs     sync.WaitGroup
@@ -174,6 +188,8 @@ type connection struct {
 	ending    bool // Serve is returning: no handler starts
 	werr      error
 	stopEvent func() // the event subscription's, or nil
+	// inflight cancels each request in flight, by its id's JSON.
+	inflight map[string]*inflight
 }
 
 func (c *connection) closeConn() {
@@ -191,38 +207,87 @@ func (c *connection) writeErr() error {
 	return c.werr
 }
 
-// writeLoop writes the lines of out, one at a time, each within the
-// write timeout; a write that does not end in time drops the connection.
+// writeLoop writes the lines of out, and what try left of a line, one
+// at a time, each within the write timeout; a write that does not end
+// in time drops the connection.
 func (c *connection) writeLoop() {
 	for {
+		var line []byte
 		select {
 		case <-c.ctx.Done():
 			return
-		case line := <-c.out:
-			timer := time.AfterFunc(c.s.opts.WriteTimeout, func() {
-				c.mu.Lock()
-				c.werr = ErrWriteTimeout
-				c.mu.Unlock()
-				c.s.log.Warn("rpc: dropping a client that does not read", "timeout", c.s.opts.WriteTimeout)
-				c.cancel()
-				c.closeConn()
-			})
-			_, err := c.rw.Write(line)
-			timer.Stop()
-			if err != nil {
-				c.cancel()
-				return
-			}
+		case line = <-c.out:
+		case <-c.kick:
+		}
+		c.wmu.Lock()
+		rest := c.rest
+		c.rest = nil
+		err := c.write(rest)
+		if err == nil {
+			err = c.write(line)
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			c.cancel()
+			return
 		}
 	}
 }
 
-// send queues one line for the writer; false when the connection ended.
+// write writes line (nil: nothing) within the write timeout, with wmu
+// held; a write that does not end in time drops the connection.
+func (c *connection) write(line []byte) error {
+	if line == nil {
+		return nil
+	}
+	defer c.queued.Add(-1)
+	timer := time.AfterFunc(c.s.opts.WriteTimeout, func() {
+		c.mu.Lock()
+		c.werr = ErrWriteTimeout
+		c.mu.Unlock()
+		c.s.log.Warn("rpc: dropping a client that does not read", "timeout", c.s.opts.WriteTimeout)
+		c.cancel()
+		c.closeConn()
+	})
+	_, err := c.rw.Write(line)
+	timer.Stop()
+	return err
+}
+
+// send writes one line, or queues it for the writer; false when the
+// connection ended. When nothing is queued and the connection takes the
+// whole line at once (try), it is written here, sparing the writer's
+// wake-up; what the connection does not take at once is the writer's
+// to write, before anything else, so that no goroutine that answers
+// waits on a client that does not read.
 func (c *connection) send(line []byte) bool {
+	if c.try != nil && c.queued.Load() == 0 && c.wmu.TryLock() {
+		if c.queued.Load() == 0 && c.ctx.Err() == nil {
+			n, err := c.try(line)
+			if err != nil {
+				c.wmu.Unlock()
+				c.cancel()
+				return false
+			}
+			if n < len(line) {
+				c.rest = line[n:]
+				c.queued.Add(1)
+				select {
+				case c.kick <- struct{}{}:
+				default:
+				}
+			}
+			c.wmu.Unlock()
+			return true
+		}
+		c.wmu.Unlock()
+	}
+	c.queued.Add(1)
 	select {
 	case c.out <- line:
 		return true
 	case <-c.ctx.Done():
+		c.queued.Add(-1)
 		return false
 	}
 }
@@ -253,6 +318,10 @@ func (c *connection) dispatch(line []byte) bool {
 		c.answer(req.ID, nil, rerr)
 		return true
 	}
+	if req.Method == CancelledMethod && !req.hasID {
+		c.cancelRequest(req.Params)
+		return true
+	}
 	m, ok := methodsByName[req.Method]
 	if !ok {
 		if req.hasID {
@@ -272,31 +341,135 @@ func (c *connection) dispatch(line []byte) bool {
 		return false
 	}
 	c.handlers.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.handlers.Done()
-		defer func() { <-c.sem }()
-		res, err := c.call(m, req.Params)
-		if req.hasID {
-			c.answer(req.ID, res, err)
+	ctx, key := c.ctx, ""
+	var own *inflight
+	if req.hasID && string(req.ID) != "null" {
+		// The request may be cancelled by its id (CancelledMethod); a
+		// second request with the id of one in flight takes its place.
+		own = &inflight{}
+		ctx, own.cancel = context.WithCancel(c.ctx)
+		key = string(req.ID)
+		if c.inflight == nil {
+			c.inflight = map[string]*inflight{}
 		}
-		if sub, ok := res.(subscription); ok {
-			sub.start()
+		c.inflight[key] = own
+	}
+	c.mu.Unlock()
+	c.run(func() {
+		var once sync.Once
+		finish := func(res any, err *Error) {
+			once.Do(func() {
+				defer c.handlers.Done()
+				defer func() { <-c.sem }()
+				if own != nil {
+					own.cancel() // releases the context
+					c.mu.Lock()
+					if c.inflight[key] == own {
+						delete(c.inflight, key)
+					}
+					c.mu.Unlock()
+				}
+				if req.hasID {
+					c.answer(req.ID, res, err)
+				}
+				if sub, ok := res.(subscription); ok {
+					sub.start()
+				}
+			})
+		}
+		if m.runThen != nil {
+			c.callThen(ctx, m, req.Params, finish)
+			return
+		}
+		finish(c.call(ctx, m, req.Params))
+	})
+	return true
+}
+
+// workerIdle is how long a goroutine that ran a request waits for the
+// next before it ends.
+const workerIdle = 10 * time.Second
+
+// run runs f on a goroutine of the connection's that is idle, or on a
+// new one: a request runs on a stack already grown to what the engine's
+// work needs, as the engine's connections run theirs (see
+// engine/internal/line).
+func (c *connection) run(f func()) {
+	select {
+	case c.idle <- f:
+	default:
+		go c.worker(f)
+	}
+}
+
+// worker runs f, then each request handed to it while it is idle, until
+// it has been idle for workerIdle or the connection ends.
+func (c *connection) worker(f func()) {
+	f()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case f := <-c.idle:
+			f()
+			idle.Reset(workerIdle)
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// CancelledMethod is the notification that cancels a request in
+// flight, as MCP's of the same name does: its params are
+// {"requestId": ID}, the id as the request spelt it. The request's
+// method sees its context end (an mcp tool call forwarded by an
+// attached serve ends its server's call) and is still answered; a
+// notification that names no request in flight is ignored.
+const CancelledMethod = "notifications/cancelled"
+
+// cancelRequest cancels the request in flight that params name.
+func (c *connection) cancelRequest(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+		return
+	}
+	c.mu.Lock()
+	r := c.inflight[string(p.RequestID)]
+	c.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+}
+
+// inflight is a request in flight that may be cancelled.
+type inflight struct{ cancel context.CancelFunc }
+
+// callThen runs a method that answers later (method.runThen); a panic in
+// it is answered as call answers one.
+func (c *connection) callThen(ctx context.Context, m *method, params json.RawMessage, answer func(any, *Error)) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("rpc: a method panicked", "method", m.name)
+			answer(nil, errorf(CodeInternalError, "method %s failed inside the server (a bug)", m.name))
 		}
 	}()
-	return true
+	m.runThen(c, ctx, params, answer)
 }
 
 // call runs one method; a panic in it is a bug, answered as an internal
 // error without its value (which may quote a secret).
-func (c *connection) call(m *method, params json.RawMessage) (res any, rerr *Error) {
+func (c *connection) call(ctx context.Context, m *method, params json.RawMessage) (res any, rerr *Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("rpc: a method panicked", "method", m.name)
 			res, rerr = nil, errorf(CodeInternalError, "method %s failed inside the server (a bug)", m.name)
 		}
 	}()
-	return m.run(c, c.ctx, params)
+	return m.run(c, ctx, params)
 }
 
 // response is a JSON-RPC response.
@@ -311,6 +484,14 @@ type response struct {
 func (c *connection) answer(id json.RawMessage, res any, rerr *Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
+	}
+	if raw, ok := res.(encoded); ok && rerr == nil {
+		// The id is as the request's decoder read it (a string, a number
+		// or null, one valid JSON value).
+		b := make([]byte, 0, len(raw)+len(id)+40)
+		b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+		c.send(append(append(b, raw...), "}\n"...))
+		return
 	}
 	r := response{JSONRPC: "2.0", ID: id}
 	if rerr != nil {
@@ -408,8 +589,17 @@ func (s *Server) Answer(ctx context.Context, line []byte) []byte {
 			rerr = errorf(CodeMethodNotFound, "unknown method %q: get_mcp_capabilities lists the methods", clip(req.Method))
 		case m.name == "subscribe_mcp_events" || m.name == "unsubscribe_mcp_events":
 			rerr = errorf(CodeInvalidRequest, "%s needs a connection that stays open for the events; over the daemon's HTTP listener, GET /events streams them", m.name)
+		case m.runThen != nil:
+			type result struct {
+				res  any
+				rerr *Error
+			}
+			done := make(chan result, 1)
+			c.callThen(ctx, m, req.Params, func(res any, rerr *Error) { done <- result{res, rerr} })
+			r := <-done
+			res, rerr = r.res, r.rerr
 		default:
-			res, rerr = c.call(m, req.Params)
+			res, rerr = c.call(ctx, m, req.Params)
 		}
 		if !req.hasID {
 			return nil

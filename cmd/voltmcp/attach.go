@@ -93,6 +93,24 @@ func (l *daemonLink) connect(ctx context.Context) (*daemon.Client, error) {
 	return c, nil
 }
 
+// live returns the link's client when it has one whose connection is
+// up, without waiting for an attach in progress; nil otherwise.
+func (l *daemonLink) live() *daemon.Client {
+	if !l.mu.TryLock() {
+		return nil
+	}
+	defer l.mu.Unlock()
+	if l.client == nil {
+		return nil
+	}
+	select {
+	case <-l.client.Done():
+		return nil
+	default:
+		return l.client
+	}
+}
+
 // start starts a daemon in the background with this serve's home, agent
 // directory and policies.
 func (l *daemonLink) start(ctx context.Context) error {
@@ -108,22 +126,30 @@ func (l *daemonLink) start(ctx context.Context) error {
 	return daemon.Start(ctx, l.e.g.agentDir, exe, args, os.Environ())
 }
 
-// call forwards one call of the mcp tool to the daemon.
-func (l *daemonLink) call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-	c, err := l.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.CallRaw(ctx, rpc.GatewayMethod, args)
-	var gone *daemon.GoneError
-	if errors.As(err, &gone) {
-		next := "the next call attaches to a daemon again, and starts one if none runs"
-		if l.mode != daemonAuto {
-			next = "the next call attaches again once one runs: start one with 'voltmcp daemon', or run serve with --daemon=auto"
+// call forwards one call of the mcp tool to the daemon and hands its
+// answer to then ([engine.Forward]). It yields before it attaches, which
+// may wait for a daemon to start.
+func (l *daemonLink) call(ctx context.Context, yield func(), args json.RawMessage, then func(json.RawMessage, error)) {
+	c := l.live()
+	if c == nil {
+		yield()
+		var err error
+		if c, err = l.connect(ctx); err != nil {
+			then(nil, err)
+			return
 		}
-		return nil, fmt.Errorf("%w; %s", err, next)
 	}
-	return res, err
+	c.CallRawThen(ctx, rpc.GatewayMethod, args, func(res json.RawMessage, err error) {
+		var gone *daemon.GoneError
+		if errors.As(err, &gone) {
+			next := "the next call attaches to a daemon again, and starts one if none runs"
+			if l.mode != daemonAuto {
+				next = "the next call attaches again once one runs: start one with 'voltmcp daemon', or run serve with --daemon=auto"
+			}
+			err = fmt.Errorf("%w; %s", err, next)
+		}
+		then(res, err)
+	})
 }
 
 // close ends the link.

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,10 +46,11 @@ func runIfCLIChild() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// VOLTMCP_TEST_CPUPROFILE profiles the child, to see where a proxied
-	// call spends its time.
+	// call spends its time: each child writes PATH.PID, so that the
+	// processes of one run (a daemon, its serves) keep apart.
 	var profile *os.File
 	if path := os.Getenv("VOLTMCP_TEST_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
+		if f, err := os.Create(path + "." + strconv.Itoa(os.Getpid())); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
 				profile = f
 			} else {

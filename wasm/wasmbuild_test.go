@@ -268,4 +268,3 @@ func without(name string) func(*wmodule) {
 		}
 	}
 }
-

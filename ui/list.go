@@ -259,6 +259,12 @@ func (l *listView) key(m *Model, k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		return m.inspect.open(m, s.ID)
+	case key.Matches(k, keys.Logs):
+		s := l.current(m)
+		if s == nil {
+			return nil
+		}
+		return m.logs.open(m, s.ID)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type screen int
 const (
 	screenList screen = iota
 	screenInspect
+	screenLogs
 )
 
 // Model is the UI: the state of every screen and the one that shows.
@@ -51,6 +52,7 @@ type Model struct {
 
 	list    listView
 	inspect inspectView
+	logs    logsView
 
 	// servers is what the RPC last said of each server, by id.
 	servers []ServerSummary
@@ -267,6 +269,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case toolsMsg, toolMsg:
 		return m, m.inspect.update(m, msg)
+	case logMsg, logTickMsg:
+		return m, m.logs.update(m, msg)
 	}
 	return m, nil
 }
@@ -283,6 +287,11 @@ func (m *Model) event(ev Event) tea.Cmd {
 	}
 	if m.screen == screenInspect && ev.Server == m.inspect.id && (ev.Type == eventServers || ev.Type == "mcp_pins_changed") {
 		cmds = append(cmds, m.inspect.load(m))
+	}
+	if m.screen == screenLogs && ev.Server == m.logs.id && ev.Type == "mcp_server_status_changed" {
+		// A status change (an exit, an error) is often what the log
+		// says next.
+		cmds = append(cmds, m.logs.read(m))
 	}
 	return tea.Batch(cmds...)
 }
@@ -323,8 +332,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.showHelp = true
 		return nil
 	}
-	if m.screen == screenInspect {
+	switch m.screen {
+	case screenInspect:
 		return m.inspect.key(m, k)
+	case screenLogs:
+		return m.logs.key(m, k)
 	}
 	return m.list.key(m, k)
 }
@@ -342,6 +354,8 @@ func (m *Model) View() tea.View {
 		body = m.helpView()
 	case m.screen == screenInspect:
 		body = m.inspect.view(m)
+	case m.screen == screenLogs:
+		body = m.logs.view(m)
 	default:
 		body = m.list.view(m)
 	}
@@ -408,8 +422,11 @@ func (m *Model) helpLine(keys []key.Binding) string {
 func (m *Model) helpView() string {
 	full := m.keys.listFull()
 	what := "server list"
-	if m.screen == screenInspect {
+	switch m.screen {
+	case screenInspect:
 		full, what = m.keys.inspectFull(), "tools of a server"
+	case screenLogs:
+		full, what = m.keys.logsFull(), "log of a server"
 	}
 	m.help.SetWidth(m.width)
 	lines := []string{m.st.title.Render("voltmcp ui — keys (" + what + ")"), "", m.help.FullHelpView(full), ""}

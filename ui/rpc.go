@@ -69,6 +69,7 @@ const (
 	mRefresh       = "refresh_mcp_server"
 	mListTools     = "list_mcp_tools"
 	mGetTool       = "get_mcp_tool"
+	mServerLog     = "read_mcp_server_log"
 	mSubscribe     = "subscribe_mcp_events"
 	mGateway       = "gateway"
 	eventServers   = "mcp_servers_changed"

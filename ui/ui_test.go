@@ -32,6 +32,7 @@ func TestTypesAreTheWireTypes(t *testing.T) {
 	}{
 		{"McpServerSummary", ServerSummary{}}, {"McpToolCounts", ToolCounts{}}, {"McpCapabilities", ServerCapabilities{}},
 		{"McpRecentCallSummary", RecentCall{}}, {"McpTool", Tool{}}, {"McpToolDetail", ToolDetail{}}, {"McpEvent", Event{}},
+		{"McpServerLog", serverLog{}}, {"McpLogRecord", LogRecord{}},
 	} {
 		def, ok := schema.Defs[tc.def]
 		if !ok {

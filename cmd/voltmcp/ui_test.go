@@ -344,3 +344,71 @@ func TestUINeedsATerminal(t *testing.T) {
 		t.Errorf("ui with an argument:\n%s", r)
 	}
 }
+
+// TestUILogs opens the log of a server that died at start, over a real
+// engine: its stderr lines, scrubbed of its secret and cleaned, and the
+// error, newest at the bottom; a line it logs later shows while the log
+// is followed; f stops following and esc goes back.
+func TestUILogs(t *testing.T) {
+	const secret = "ui_log_canary_7c1d"
+	t.Setenv("VOLTMCP_UI_LOG_SECRET", secret)
+	project := t.TempDir()
+	marker := filepath.Join(project, "more")
+	script := `echo "starting with $T" >&2; printf 'bad \033[31mEVIL\033]0;pwned\007 \342\200\256 end\n' >&2; ` +
+		`if [ -e "` + marker + `" ]; then echo "second start" >&2; fi; echo "fatal: no config" >&2; exit 3`
+	doc := map[string]any{"version": 1, "servers": map[string]any{
+		"crash": map[string]any{"command": "/bin/sh", "args": []string{"-c", script}, "env": map[string]string{"T": "${env:VOLTMCP_UI_LOG_SECRET}"}},
+	}}
+	data, _ := json.Marshal(doc)
+	os.MkdirAll(filepath.Join(project, ".volt"), 0o755)
+	if err := os.WriteFile(filepath.Join(project, ".volt", "mcp.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	fenv := fakeEnv(t, map[string]string{"HOME": home, "PATH": os.Getenv("PATH"), "VOLTMCP_UI_LOG_SECRET": secret})
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: fenv}
+	e.g.home, e.g.project, e.g.approve = home, project, true
+	if err := e.g.resolve(fenv); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testwait.Context(t)
+	events := ui.NewEvents()
+	conn, err := openRPC(ctx, e, false, events.Notify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := &frames{m: ui.New(ctx, ui.Options{Client: conn.client, Events: events, Via: conn.via, Plain: true})}
+	tm := teatest.NewTestModel(t, f, teatest.WithInitialTermSize(80, 24))
+	waitFrame(t, f, "> crash")
+
+	tm.Type("c")
+	waitFrame(t, f, "connect crash")
+	tm.Type("l")
+	fr := waitFrame(t, f, "log of crash", "following", "starting with [redacted]", "fatal: no config", "error")
+	checkFrame(t, fr, 80, 24)
+	if strings.Contains(fr, secret) || strings.Contains(fr, "second start") {
+		t.Errorf("the log screen:\n%s", fr)
+	}
+
+	// Followed: the next start's lines show without a key.
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.client.Call(ctx, "connect_mcp_server", map[string]string{"id": "crash"}, nil); err == nil {
+		t.Fatal("connect of a server that exits")
+	}
+	fr = waitFrame(t, f, "second start")
+	checkFrame(t, fr, 80, 24)
+
+	// f stops following; esc goes back to the list.
+	tm.Type("f")
+	testwait.For(t, "the log no longer followed", func() bool {
+		fr := f.frame()
+		return strings.Contains(fr, "log of crash") && !strings.Contains(fr, "following")
+	})
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+	waitFrame(t, f, "SERVER↓", "> crash")
+	tm.Type("q")
+	tm.WaitFinished(t, teatest.WithFinalTimeout(time.Until(testwait.Deadline(t))))
+}

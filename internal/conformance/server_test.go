@@ -103,7 +103,7 @@ func TestServerSuite(t *testing.T) {
 		go func() { done <- serve.Wait() }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(10 * time.Second): // testwait: a grace period before the kill, not a wait for an outcome
 			serve.Process.Kill()
 			<-done
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -214,6 +215,10 @@ func (e *Engine) LoggedRecentCalls(server string) ([]RecentCall, error) {
 	for _, r := range recs {
 		out = append(out, recentFromRecord(r))
 	}
+	// A call's record joins the log when it ends, after its answer (a
+	// risky call's with the backlog, a refused call's at once): newest
+	// first is by when each call was made, not by where its record is.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Timestamp.After(out[j].Timestamp) })
 	return out, err
 }
 

@@ -317,7 +317,26 @@ func (h *httpFace) events(w http.ResponseWriter, r *http.Request, token string) 
 	conn := &sseConn{w: w, rc: rc, ended: make(chan struct{}), checked: time.Now(),
 		verify: func() bool { _, ok := h.store.Verify(token); return ok },
 		first:  []byte(`{"jsonrpc":"2.0","id":"events","method":"subscribe_mcp_events","params":` + params + "}\n")}
-	_ = ws.remote.Serve(r.Context(), conn)
+	// The token is checked again once per recheckEvery whether or not an
+	// event goes out, so that a revoked device's stream ends at once.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		t := time.NewTicker(recheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !conn.verify() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	_ = ws.remote.Serve(ctx, conn)
 }
 
 // sseConn carries one subscription of a workspace's remote rpc.Server
@@ -326,8 +345,9 @@ func (h *httpFace) events(w http.ResponseWriter, r *http.Request, token string) 
 // are the subscription's answer (a refusal becomes the response's error
 // status) and then its mcp_event notifications, each an SSE event whose
 // data is the event and whose id is its seq. The device's token is
-// checked again before an event goes out (at most once per
-// [recheckEvery]): a stream of a device revoked meanwhile ends.
+// checked again once per [recheckEvery], and before an event goes out
+// when that long has passed: a stream of a device revoked meanwhile
+// ends.
 type sseConn struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
